@@ -1,0 +1,45 @@
+/* The podplan driver: the command table (main.c), one file per subcommand (cmd_*.c) and the
+ * few helpers they share. Only cli/ turns errors into exit statuses. */
+#ifndef PODPLAN_CLI_H
+#define PODPLAN_CLI_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "podplan/err.h"
+
+/* A subcommand: argv[0] is its name; returns the exit status. */
+typedef int (*cli_fn)(int argc, char **argv);
+
+int cmd_presets(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+int cmd_study(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* Prints "podplan CMD: message" for err on stderr; returns its exit status. */
+int cli_fail(const char *cmd, const pp_err *err);
+/* Prints "podplan CMD: <formatted>" and a pointer to -h on stderr; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Parses an integer option value in [lo, hi]; on failure prints the error, returns 2. */
+int cli_int(const char *cmd, const char *opt, const char *val, long lo, long hi, int *out);
+/* getopt_long over argv with our own messages: returns the option, -1 at the end, or '?'
+ * after printing an error (the caller returns 2). Resets getopt's state on first use. */
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
+               const struct option *longs, int *first);
+/* For subcommands a later issue implements: -h prints usage and exits 0, anything else
+ * says "not implemented yet" and exits 2. */
+int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);
+
+#endif

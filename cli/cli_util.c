@@ -1,0 +1,62 @@
+/* Helpers shared by the subcommands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_fail(const char *cmd, const pp_err *err) {
+  fprintf(stderr, "podplan %s: %s\n", cmd, err->msg[0] ? err->msg : pp_strerror(err->code));
+  return pp_exit_status(err->code);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "podplan %s: %s (see 'podplan %s -h')\n", cmd, msg, cmd);
+  return 2;
+}
+
+int cli_int(const char *cmd, const char *opt, const char *val, long lo, long hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(val, &end, 10);
+  if (errno || end == val || *end || v < lo || v > hi)
+    return cli_usage_error(cmd, "%s: '%s' is not an integer in %ld..%ld", opt, val, lo, hi);
+  *out = (int)v;
+  return 0;
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
+               const struct option *longs, int *first) {
+  if (*first) {
+    optind = 1;
+    opterr = 0;
+    *first = 0;
+  }
+  int c = getopt_long(argc, argv, shorts, longs, NULL);
+  if (c == '?') {
+    const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    if (strncmp(bad, "--", 2) == 0)
+      cli_usage_error(cmd, optopt ? "option '%s' needs a value" : "unknown option '%s'", bad);
+    else if (optopt && strchr(shorts, optopt) && strchr(shorts, optopt)[1] == ':')
+      cli_usage_error(cmd, "option '-%c' needs a value", optopt);
+    else
+      cli_usage_error(cmd, "unknown option '-%c'", optopt ? optopt : '?');
+  }
+  return c;
+}
+
+int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    }
+  fprintf(stderr, "podplan %s: not implemented yet\n", cmd);
+  return 2;
+}

@@ -1,0 +1,330 @@
+/* podplan check: load and validate specs and a plan, print their canonical JSON and hashes,
+ * and with --db store them (one transaction, only after everything validated). */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "podplan/spec.h"
+#include "podplan/store.h"
+
+static const char usage[] =
+    "usage: podplan check [--model M] [--cluster C [--gpus N]] [--plan P] [--db F] [--json]\n"
+    "       podplan check --presets [--db F] [--json]\n"
+    "\n"
+    "Loads a model, a cluster and a plan, validates them (a plan against the model and the\n"
+    "cluster: tp divides heads, tp*pp*dp*cp = GPUs, ...) and prints each one's canonical JSON\n"
+    "and stable hash. Nothing is written unless everything is valid.\n"
+    "\n"
+    "  --model M     preset name, JSON file or inline JSON ('{...}')\n"
+    "  --cluster C   preset name, JSON file or inline JSON\n"
+    "  --gpus N      size the cluster to N GPUs (checked against its fabric)\n"
+    "  --plan P      \"tp=8,pp=16,dp=8,cp=1,ep=1,mbs=1,gbs=1536,vpp=1,sp=1,recompute=selective,\n"
+    "                zero=1,schedule=1f1b\" (dp may be left out), or a plan JSON file or text;\n"
+    "                needs --model and --cluster\n"
+    "  --presets     validate every built-in preset and its canonical JSON round trip\n"
+    "  --db F        store what was checked in F (created and migrated when needed)\n"
+    "  --json        one JSON object instead of text\n"
+    "  -h, --help    this text\n";
+
+static const char *const CMD = "check";
+
+typedef struct check_args {
+  const char *model, *cluster, *plan, *db;
+  int gpus, json, presets;
+} check_args;
+
+/* "6x16" or "15,16x6,15": layers per virtual stage with runs compressed. */
+static void layers_text(const int *v, int n, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && v[j] == v[i]) j++;
+    int w = j - i > 1 ? snprintf(buf + len, cap - len, "%s%dx%d", i ? "," : "", v[i], j - i)
+                      : snprintf(buf + len, cap - len, "%s%d", i ? "," : "", v[i]);
+    if (w < 0 || (size_t)w >= cap - len) break;
+    len += (size_t)w;
+    i = j;
+  }
+}
+
+static json_t *canon_obj(char *canon) {
+  json_t *o = canon ? json_loads(canon, 0, NULL) : NULL;
+  free(canon);
+  return o;
+}
+
+static int store_all(const char *path, const spec_model *m, const spec_cluster *c,
+                     const spec_plan *p, int64_t ids[3], pp_err *err) {
+  store *s = NULL;
+  if (store_open(path, NULL, &s, err)) return err->code;
+  if (store_begin(s, err)) goto fail;
+  if (m && store_put_model(s, m, &ids[0], err)) goto fail;
+  if (c && store_put_cluster(s, c, &ids[1], err)) goto fail;
+  if (p && store_put_plan(s, p, &ids[2], err)) goto fail;
+  if (store_commit(s, err)) goto fail;
+  store_close(s);
+  return PP_OK;
+fail:
+  store_close(s); /* rolls back */
+  return err->code;
+}
+
+static int check_one(const check_args *a) {
+  pp_err err = {0};
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  memset(&p, 0, sizeof p);
+  int have_plan = 0, rc = 0;
+  int64_t ids[3] = {0, 0, 0};
+  if (a->model && spec_model_load(a->model, &m, &err)) return cli_fail(CMD, &err);
+  if (a->cluster && spec_cluster_load(a->cluster, a->gpus, &c, &err)) return cli_fail(CMD, &err);
+  if (a->model && a->cluster && spec_pair_validate(&m, &c, &err)) return cli_fail(CMD, &err);
+  if (a->plan) {
+    if (spec_plan_parse(a->plan, &p, &err)) return cli_fail(CMD, &err);
+    have_plan = 1;
+    if (spec_plan_resolve(&p, &m, &c, &err)) {
+      rc = cli_fail(CMD, &err);
+      goto done;
+    }
+  }
+  if (a->db && store_all(a->db, a->model ? &m : NULL, a->cluster ? &c : NULL,
+                         have_plan ? &p : NULL, ids, &err)) {
+    rc = cli_fail(CMD, &err);
+    goto done;
+  }
+
+  char mh[SPEC_HASH_LEN], ch[SPEC_HASH_LEN], ph[SPEC_HASH_LEN], text[SPEC_PLAN_STR_MAX] = "";
+  char *mj = a->model ? spec_model_json(&m) : NULL;
+  char *cj = a->cluster ? spec_cluster_json(&c) : NULL;
+  char *pj = have_plan ? spec_plan_json(&p) : NULL;
+  if (mj) spec_hash(mj, mh);
+  if (cj) spec_hash(cj, ch);
+  if (pj) spec_hash(pj, ph);
+  int nstage = 0, *layers = NULL;
+  char ltext[512] = "";
+  if (have_plan && !p.nstages) {
+    spec_plan_format(&p, text, sizeof text, &err);
+    nstage = p.pp * p.vpp;
+    layers = calloc((size_t)nstage, sizeof *layers);
+    if (layers) {
+      spec_plan_stage_layers(&p, &m, layers);
+      layers_text(layers, nstage, ltext, sizeof ltext);
+    }
+  }
+  if (a->json) {
+    json_t *root = json_object();
+    if (mj) {
+      json_t *o = json_object();
+      json_object_set_new(o, "hash", json_string(mh));
+      json_object_set_new(o, "params", json_real(spec_model_params(&m)));
+      json_object_set_new(o, "active_params", json_real(spec_model_active_params(&m)));
+      json_object_set_new(o, "spec", canon_obj(mj));
+      mj = NULL;
+      json_object_set_new(root, "model", o);
+    }
+    if (cj) {
+      json_t *o = json_object();
+      json_object_set_new(o, "hash", json_string(ch));
+      json_object_set_new(o, "nodes", json_integer(spec_cluster_nodes(&c)));
+      json_object_set_new(o, "nvlink_domains", json_integer(spec_cluster_domains(&c)));
+      json_object_set_new(o, "spec", canon_obj(cj));
+      cj = NULL;
+      json_object_set_new(root, "cluster", o);
+    }
+    if (pj) {
+      json_t *o = json_object(), *l = json_array();
+      json_object_set_new(o, "hash", json_string(ph));
+      json_object_set_new(o, "uniform", json_boolean(!p.nstages));
+      if (!p.nstages) json_object_set_new(o, "text", json_string(text));
+      json_object_set_new(o, "microbatches", json_integer(spec_plan_microbatches(&p)));
+      if (p.nstages)
+        for (int i = 0; i < p.nstages; i++)
+          json_array_append_new(l, json_integer(p.stages[i].layer_end - p.stages[i].layer_begin));
+      else
+        for (int i = 0; layers && i < nstage; i++) json_array_append_new(l, json_integer(layers[i]));
+      json_object_set_new(o, "stage_layers", l);
+      json_object_set_new(o, "spec", canon_obj(pj));
+      pj = NULL;
+      json_object_set_new(root, "plan", o);
+    }
+    if (a->db)
+      json_object_set_new(root, "stored",
+                          json_pack("{s:s, s:I, s:I, s:I}", "db", a->db, "model_id",
+                                    (json_int_t)ids[0], "cluster_id", (json_int_t)ids[1],
+                                    "plan_id", (json_int_t)ids[2]));
+    json_dumpf(root, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
+    putchar('\n');
+    json_decref(root);
+  } else {
+    if (mj)
+      printf("model    %-12s %.2fB params (%.2fB active)  hash %s\n  %s\n", m.name,
+             spec_model_params(&m) / 1e9, spec_model_active_params(&m) / 1e9, mh, mj);
+    if (cj)
+      printf("cluster  %-12s %d GPUs: %d node(s) of %d, %d NVLink domain(s) of %d  hash %s\n  %s\n",
+             c.name, c.gpus, spec_cluster_nodes(&c), c.gpus_per_node, spec_cluster_domains(&c),
+             c.nvlink.domain_gpus, ch, cj);
+    if (pj) {
+      if (!p.nstages)
+        printf("plan     %s  hash %s\n  %d microbatches per iteration; layers per stage: %s\n  %s\n",
+               text, ph, spec_plan_microbatches(&p), ltext, pj);
+      else
+        printf("plan     non-uniform, %d stages, %d microbatches  hash %s\n  %s\n", p.nstages,
+               p.microbatches, ph, pj);
+    }
+    if (a->db) {
+      printf("stored in %s:", a->db);
+      if (a->model) printf(" model id %lld", (long long)ids[0]);
+      if (a->cluster) printf(" cluster id %lld", (long long)ids[1]);
+      if (have_plan) printf(" plan id %lld", (long long)ids[2]);
+      putchar('\n');
+    }
+  }
+  free(mj);
+  free(cj);
+  free(pj);
+  free(layers);
+done:
+  spec_plan_clear(&p);
+  return rc;
+}
+
+/* Validates a preset's canonical JSON round trip: parse(json(x)) has the same JSON. */
+static int roundtrip(char *canon, int kind, pp_err *err) {
+  char *again = NULL;
+  if (!canon) return pp_err_set(err, PP_NOMEM, "out of memory");
+  int rc = PP_OK;
+  if (kind == 0) {
+    spec_model m;
+    if (!(rc = spec_model_parse(canon, strlen(canon), "canonical JSON", &m, err)))
+      again = spec_model_json(&m);
+  } else {
+    spec_cluster c;
+    if (!(rc = spec_cluster_parse(canon, strlen(canon), "canonical JSON", 0, &c, err)))
+      again = spec_cluster_json(&c);
+  }
+  if (!rc && (!again || strcmp(again, canon) != 0))
+    rc = pp_err_set(err, PP_INTERNAL, "canonical JSON does not round-trip: %s", canon);
+  free(again);
+  free(canon);
+  return rc;
+}
+
+static int check_presets(const check_args *a) {
+  pp_err err = {0};
+  int bad = 0;
+  json_t *rows = json_array();
+  store *s = NULL;
+  if (a->db && (store_open(a->db, NULL, &s, &err) || store_begin(s, &err))) {
+    store_close(s);
+    json_decref(rows);
+    return cli_fail(CMD, &err);
+  }
+  size_t nm = spec_model_preset_count(), ng = spec_gpu_preset_count(),
+         nc = spec_cluster_preset_count();
+  for (size_t i = 0; i < nm + ng + nc; i++) {
+    const char *kind, *name;
+    char hash[SPEC_HASH_LEN], *canon;
+    int64_t id = 0;
+    pp_err_clear(&err);
+    if (i < nm) {
+      const spec_model *m = spec_model_preset(i);
+      kind = "model", name = m->name, canon = spec_model_json(m);
+      if (!spec_model_validate(m, &err) && !roundtrip(spec_model_json(m), 0, &err) && s)
+        store_put_model(s, m, &id, &err);
+    } else if (i < nm + ng) {
+      const spec_gpu *g = spec_gpu_preset(i - nm);
+      kind = "gpu", name = g->name, canon = spec_gpu_json(g);
+      spec_gpu_validate(g, &err);
+    } else {
+      const spec_cluster *c = spec_cluster_preset(i - nm - ng);
+      kind = "cluster", name = c->name, canon = spec_cluster_json(c);
+      if (!spec_cluster_validate(c, &err) && !roundtrip(spec_cluster_json(c), 1, &err) && s)
+        store_put_cluster(s, c, &id, &err);
+    }
+    spec_hash(canon ? canon : "", hash);
+    free(canon);
+    bad += err.code != PP_OK;
+    if (a->json)
+      json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:b, s:s}", "kind", kind, "name",
+                                            name, "hash", hash, "ok", err.code == PP_OK, "error",
+                                            err.msg));
+    else
+      printf("%-4s %-7s %-13s %s%s%s\n", err.code ? "FAIL" : "ok", kind, name, hash,
+             err.code ? "  " : "", err.msg);
+  }
+  /* every model on every cluster: dtype and GPU compatibility */
+  for (size_t i = 0; i < nm; i++)
+    for (size_t k = 0; k < nc; k++) {
+      pp_err_clear(&err);
+      if (spec_pair_validate(spec_model_preset(i), spec_cluster_preset(k), &err)) {
+        bad++;
+        fprintf(stderr, "podplan check: %s\n", err.msg);
+      }
+    }
+  int rc = 0;
+  if (s) {
+    if (bad) {
+      store_rollback(s);
+    } else if (store_commit(s, &err)) {
+      rc = cli_fail(CMD, &err);
+    }
+    store_close(s);
+  }
+  if (a->json) {
+    json_t *root = json_pack("{s:o, s:i, s:i, s:i, s:i}", "presets", rows, "models", (int)nm,
+                             "gpus", (int)ng, "clusters", (int)nc, "failed", bad);
+    if (a->db) json_object_set_new(root, "stored", json_boolean(!bad && !rc));
+    json_dumpf(root, stdout, JSON_INDENT(1));
+    putchar('\n');
+    json_decref(root);
+  } else {
+    json_decref(rows);
+    printf("%zu models, %zu GPUs, %zu clusters, %zu model-cluster pairs: %s\n", nm, ng, nc,
+           nm * nc, bad ? "FAILURES above" : "all valid, canonical JSON round-trips");
+    if (a->db && !bad && !rc) printf("stored in %s\n", a->db);
+  }
+  if (bad) return 1; /* a preset that fails is a bug in podplan, not bad input */
+  return rc;
+}
+
+int cmd_check(int argc, char **argv) {
+  static const struct option longs[] = {
+      {"model", required_argument, NULL, 'm'}, {"cluster", required_argument, NULL, 'c'},
+      {"gpus", required_argument, NULL, 'g'},  {"plan", required_argument, NULL, 'p'},
+      {"db", required_argument, NULL, 'd'},    {"json", no_argument, NULL, 'j'},
+      {"presets", no_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  check_args a = {0};
+  int first = 1, c;
+  while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
+    switch (c) {
+    case 'h': fputs(usage, stdout); return 0;
+    case 'm': a.model = optarg; break;
+    case 'c': a.cluster = optarg; break;
+    case 'g':
+      if (cli_int(CMD, "--gpus", optarg, 1, SPEC_MAX_GPUS, &a.gpus)) return 2;
+      break;
+    case 'p': a.plan = optarg; break;
+    case 'd': a.db = optarg; break;
+    case 'j': a.json = 1; break;
+    case 'P': a.presets = 1; break;
+    default: return 2;
+    }
+  }
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (a.presets) {
+    if (a.model || a.cluster || a.plan || a.gpus)
+      return cli_usage_error(CMD, "--presets takes no --model, --cluster, --gpus or --plan");
+    return check_presets(&a);
+  }
+  if (!a.model && !a.cluster && !a.plan)
+    return cli_usage_error(CMD, "give --model, --cluster, --plan or --presets");
+  if (a.gpus && !a.cluster) return cli_usage_error(CMD, "--gpus needs --cluster");
+  if (a.plan && !(a.model && a.cluster))
+    return cli_usage_error(CMD, "--plan needs --model and --cluster to be checked against");
+  return check_one(&a);
+}

@@ -1,0 +1,206 @@
+/* podplan specs: the model, GPU, cluster and plan descriptions every module reads. Owns JSON
+ * parsing (Jansson, kept out of this header), the built-in presets, validation, the canonical
+ * JSON form and its stable hash. Depends on err.h only.
+ *
+ * Units: bandwidths are GB/s (1e9 B/s) per direction unless a name says otherwise;
+ * network.nic_gbps is Gbit/s as vendors print it. Sizes of memory are GiB. */
+#ifndef PODPLAN_SPEC_H
+#define PODPLAN_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "podplan/err.h"
+
+#define SPEC_NAME_MAX 64 /* names, including the terminating NUL */
+#define SPEC_HASH_LEN 17 /* 16 hex digits and a NUL */
+#define SPEC_PLAN_STR_MAX 256
+#define SPEC_MAX_GPUS (1 << 20)
+
+/* ---- model ---------------------------------------------------------------------------- */
+
+typedef enum { SPEC_FFN_GELU, SPEC_FFN_SWIGLU, SPEC_FFN_RELU } spec_ffn;
+typedef enum { SPEC_DTYPE_BF16, SPEC_DTYPE_FP16, SPEC_DTYPE_FP8 } spec_dtype;
+
+typedef struct spec_model {
+  char name[SPEC_NAME_MAX];
+  int layers;          /* transformer blocks */
+  int hidden;          /* model width h */
+  int heads;           /* attention (query) heads; hidden % heads == 0 */
+  int kv_heads;        /* key/value heads (GQA); == heads for multi-head attention */
+  int ffn_hidden;      /* MLP inner width; per expert for MoE */
+  spec_ffn ffn;        /* gelu/relu: 2 GEMMs; swiglu: 3 GEMMs (gate, up, down) */
+  int seq_len;         /* training sequence length, tokens */
+  int vocab;           /* vocabulary size (as trained, padding included) */
+  int experts;         /* experts per MoE layer; 0 = dense */
+  int top_k;           /* experts per token; 0 when dense */
+  spec_dtype dtype;    /* compute dtype of the GEMMs */
+  int tied_embeddings; /* 1: the LM head shares the input embedding's weights */
+} spec_model;
+
+/* ---- GPU ------------------------------------------------------------------------------ */
+
+typedef struct spec_gpu {
+  char name[SPEC_NAME_MAX];
+  double bf16_tflops; /* peak dense bf16/fp16 tensor-core TFLOP/s */
+  double fp8_tflops;  /* peak dense fp8 TFLOP/s; 0 when the GPU has no fp8 */
+  double hbm_gib;     /* HBM capacity, GiB (as printed on the datasheet) */
+  double hbm_tbps;    /* HBM bandwidth, TB/s */
+} spec_gpu;
+
+/* ---- cluster -------------------------------------------------------------------------- */
+
+typedef enum { SPEC_NET_NONE, SPEC_NET_FAT_TREE, SPEC_NET_TORUS } spec_net_kind;
+
+typedef struct spec_nvlink {
+  int domain_gpus;       /* GPUs in one NVLink domain; 1 = no NVLink */
+  double gbps_per_gpu;   /* GB/s per direction from each GPU into the domain's switches */
+  double latency_us;     /* one hop GPU -> switch -> GPU */
+  double taper;          /* in-node / above-node bandwidth ratio inside a multi-node domain */
+  int in_network_reduce; /* NVLink SHARP (NVLS) in the switches */
+} spec_nvlink;
+
+typedef struct spec_network {
+  spec_net_kind kind;      /* none: a single NVLink domain; fat-tree; torus */
+  /* fat-tree */
+  int rail_optimized;      /* NIC i of every node on rail i (its own leaf switches) */
+  double nic_gbps;         /* Gbit/s per NIC, per direction */
+  int nics_per_node;       /* compute NICs per node */
+  double oversubscription; /* leaf down/up bandwidth ratio, >= 1 */
+  int switch_radix;        /* ports per switch */
+  int in_network_reduce;   /* SHARP in the switches */
+  /* torus */
+  int dims[3];             /* torus shape x,y,z; product == gpus */
+  double link_gbps;        /* GB/s per direction per torus link */
+  int wraparound;          /* dimensions of size > 2 close into rings */
+  /* both */
+  double latency_us;       /* one hop between nodes (fat-tree: NIC to NIC) */
+} spec_network;
+
+typedef struct spec_cluster {
+  char name[SPEC_NAME_MAX];
+  spec_gpu gpu;
+  int gpus;                /* GPUs in the cluster */
+  int gpus_per_node;
+  spec_nvlink nvlink;
+  spec_network network;
+} spec_cluster;
+
+/* ---- plan ----------------------------------------------------------------------------- */
+
+typedef enum { SPEC_RECOMPUTE_NONE, SPEC_RECOMPUTE_SELECTIVE, SPEC_RECOMPUTE_FULL } spec_recompute;
+typedef enum { SPEC_SCHED_GPIPE, SPEC_SCHED_1F1B, SPEC_SCHED_INTERLEAVED } spec_schedule;
+
+/* One pipeline stage of a non-uniform plan. */
+typedef struct spec_stage {
+  int layer_begin, layer_end; /* transformer blocks [begin, end) */
+  int tp, dp, cp, ep;         /* this stage's parallel degrees */
+  spec_recompute recompute;
+  int ngpus;                  /* == tp * dp * cp */
+  int *gpus;                  /* ngpus GPU ids (0 .. cluster gpus - 1), owned by the plan */
+} spec_stage;
+
+/* A plan. Uniform (nstages == 0): the Megatron-style degrees below. Non-uniform
+ * (nstages > 0): stages[] with their own degrees and GPUs; tp/pp/dp/cp/ep/mbs/vpp/recompute
+ * of the plan are then unused (0) and microbatches says how the batch is split. */
+typedef struct spec_plan {
+  int tp, pp, dp, cp, ep;   /* parallel degrees; dp == 0: derive from the cluster */
+  int mbs;                  /* sequences per microbatch per data-parallel replica */
+  int gbs;                  /* global batch, sequences per iteration */
+  int vpp;                  /* virtual stages per pipeline rank (interleaved 1F1B) */
+  int sp;                   /* 1: Megatron sequence parallelism */
+  spec_recompute recompute; /* activation recomputation */
+  int zero;                 /* ZeRO stage 0..3 (1 = distributed optimizer) */
+  spec_schedule schedule;
+  int nstages;              /* 0 = uniform */
+  spec_stage *stages;       /* nstages stages, owned by the plan */
+  int microbatches;         /* non-uniform only: microbatches per iteration */
+} spec_plan;
+
+/* ---- names of enum values (for printing) ---------------------------------------------- */
+const char *spec_ffn_name(spec_ffn f);
+const char *spec_dtype_name(spec_dtype d);
+const char *spec_net_kind_name(spec_net_kind k);
+const char *spec_recompute_name(spec_recompute r);
+const char *spec_schedule_name(spec_schedule s);
+
+/* ---- presets -------------------------------------------------------------------------- */
+size_t spec_model_preset_count(void);
+const spec_model *spec_model_preset(size_t i);
+const char *spec_model_preset_source(size_t i); /* where the figures come from */
+size_t spec_gpu_preset_count(void);
+const spec_gpu *spec_gpu_preset(size_t i);
+const char *spec_gpu_preset_source(size_t i);
+size_t spec_cluster_preset_count(void);
+const spec_cluster *spec_cluster_preset(size_t i); /* at its default size */
+const char *spec_cluster_preset_source(size_t i);
+
+/* ---- loading ---------------------------------------------------------------------------
+ * `arg` is a preset name, inline JSON (starting with '{'), or the path of a JSON file.
+ * Errors name the file (or "<inline>"), the field and the reason; unknown fields, duplicate
+ * keys, wrong types and out-of-range values are rejected (PP_INPUT / PP_NOTFOUND). */
+int spec_model_load(const char *arg, spec_model *out, pp_err *err);
+int spec_gpu_load(const char *arg, spec_gpu *out, pp_err *err);
+/* gpus > 0 resizes the cluster (as --gpus N does); 0 keeps the spec's own size. */
+int spec_cluster_load(const char *arg, int gpus, spec_cluster *out, pp_err *err);
+/* Parses JSON text of `len` bytes; `origin` names it in messages. */
+int spec_model_parse(const char *text, size_t len, const char *origin, spec_model *out,
+                     pp_err *err);
+int spec_cluster_parse(const char *text, size_t len, const char *origin, int gpus,
+                       spec_cluster *out, pp_err *err);
+
+/* ---- validation ---------------------------------------------------------------------- */
+int spec_model_validate(const spec_model *m, pp_err *err);
+int spec_gpu_validate(const spec_gpu *g, pp_err *err);
+/* Checks the cluster's fabric at its size (node, NVLink-domain and switch granularity). */
+int spec_cluster_validate(const spec_cluster *c, pp_err *err);
+/* Sets the cluster's GPU count (re-deriving a torus shape) and validates it. */
+int spec_cluster_resize(spec_cluster *c, int gpus, pp_err *err);
+/* Checks a model can be trained on a cluster's GPUs at all (e.g. fp8 needs fp8 tensor cores). */
+int spec_pair_validate(const spec_model *m, const spec_cluster *c, pp_err *err);
+
+/* ---- derived figures ------------------------------------------------------------------ */
+/* Parameter count (embeddings and the LM head included, all experts counted). */
+double spec_model_params(const spec_model *m);
+/* Parameters used per token (MoE: top_k experts); == spec_model_params for dense models. */
+double spec_model_active_params(const spec_model *m);
+/* Nodes and NVLink domains the cluster has at its size. */
+int spec_cluster_nodes(const spec_cluster *c);
+int spec_cluster_domains(const spec_cluster *c);
+
+/* ---- canonical JSON and hash ------------------------------------------------------------
+ * Canonical JSON: every field with defaults filled in, keys sorted, no spaces. The hash is
+ * FNV-1a 64 of that text, as 16 hex digits: stable across runs, versions and machines as long
+ * as the canonical form is. The returned strings are malloc'd; free() them. */
+char *spec_model_json(const spec_model *m);
+char *spec_gpu_json(const spec_gpu *g);
+char *spec_cluster_json(const spec_cluster *c);
+void spec_hash(const char *text, char out[SPEC_HASH_LEN]);
+
+/* ---- plans -----------------------------------------------------------------------------
+ * `text` is the string form ("tp=8,pp=16,dp=8,mbs=1,gbs=1536,..."), inline JSON, or the path
+ * of a JSON file (uniform or non-uniform). Keys left out take defaults (tp=pp=cp=ep=vpp=mbs=1,
+ * sp=0, recompute=none, zero=0, schedule=1f1b, dp derived); gbs is required. The result is
+ * owned by the caller: spec_plan_clear() it. */
+int spec_plan_parse(const char *text, spec_plan *out, pp_err *err);
+void spec_plan_clear(spec_plan *p);
+int spec_plan_copy(spec_plan *dst, const spec_plan *src, pp_err *err);
+/* Fills what the cluster determines (dp when 0), canonicalises (sp off at tp=1; 1f1b with
+ * vpp>1 is interleaved) and validates against model and cluster. Errors name the rule. */
+int spec_plan_resolve(spec_plan *p, const spec_model *m, const spec_cluster *c, pp_err *err);
+int spec_plan_validate(const spec_plan *p, const spec_model *m, const spec_cluster *c,
+                       pp_err *err);
+/* String form of a uniform plan, every key in canonical order; PP_INPUT for non-uniform. */
+int spec_plan_format(const spec_plan *p, char *buf, size_t n, pp_err *err);
+/* Canonical JSON (malloc'd) and hash. */
+char *spec_plan_json(const spec_plan *p);
+void spec_plan_hash(const spec_plan *p, char out[SPEC_HASH_LEN]);
+/* Microbatches per iteration: gbs / (dp * mbs) for uniform plans. */
+int spec_plan_microbatches(const spec_plan *p);
+/* Layers of each of the pp*vpp virtual stages of a uniform plan, in virtual-stage order
+ * (virtual stage j = chunk j / pp of pipeline rank j % pp). When layers do not divide, the
+ * extra layers go to the middle stages first, the first and last stages (which also hold the
+ * embedding and the LM head) last, as Megatron's uneven split does. `counts` holds pp*vpp. */
+void spec_plan_stage_layers(const spec_plan *p, const spec_model *m, int *counts);
+
+#endif

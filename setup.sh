@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# podplan set-up on Debian 12 (bookworm). Installs the Debian packages podplan needs (safe to
+# rerun: it installs only what is missing), builds, then:
+#   ./setup.sh run     the main job on built-in defaults
+#   ./setup.sh test    the whole test suite: a normal build, then an ASan+UBSan build
+#   ./setup.sh deps    only install the packages
+#   ./setup.sh build   only install and build (build/)
+# Runs as root, or as a user with sudo. CUDA, cuBLAS and NCCL are used when found under
+# /usr/local/cuda (they are not Debian packages and are not installed here).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(
+  build-essential cmake pkg-config    # toolchain
+  libsqlite3-dev libjansson-dev       # store, specs
+  libsimgrid-dev                      # sim/: SimGrid 3.32 C API
+  libgsl-dev                          # calibration fits
+  coinor-libcbc-dev                   # intra-op ILP of the two-level search (Alpa's solver)
+  libopenmpi-dev openmpi-bin          # backend ranks, sharded searches
+  libopenblas-dev                     # CPU backend GEMMs
+  gnuplot-nox                         # plots of studies and reports
+)
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+deps() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all ${#PACKAGES[@]} Debian packages present"
+    return
+  fi
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# build DIR [cmake options...]
+build() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DPODPLAN_WERROR=ON "$@"
+  cmake --build "$dir" -j"$JOBS"
+}
+
+run_main() {
+  local bin=build/cli/podplan
+  echo "== podplan presets"
+  $bin presets
+  echo
+  echo "== podplan check --presets --db podplan.db"
+  $bin check --presets --db podplan.db
+}
+
+run_tests() {
+  echo "== tests (build/)"
+  (cd build && ctest --output-on-failure -j"$JOBS")
+  echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-san/)"
+  build build-san -DPODPLAN_SANITIZE=address,undefined
+  (cd build-san && ctest --output-on-failure -j"$JOBS")
+}
+
+case "${1:-run}" in
+  deps) deps ;;
+  build) deps && build build ;;
+  run) deps && build build && run_main ;;
+  test) deps && build build && run_tests ;;
+  *) echo "usage: $0 [run|test|deps|build]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,380 @@
+/* GPU and cluster specs: JSON field tables, fabric-size validation, torus shapes. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec_int.h"
+
+/* ---- GPU -------------------------------------------------------------------------------- */
+
+#define G(name, lo, hi, open, req, unit) \
+  {#name, SPEC__DBL, offsetof(spec_gpu, name), lo, hi, open, req, 0, NULL, 0, unit}
+static const spec__field gpu_fields[] = {
+    {"name", SPEC__STR, offsetof(spec_gpu, name), 0, 0, 0, 1, 0, NULL, 0, NULL},
+    G(bf16_tflops, 0, 1e6, 1, 1, "TFLOP/s"),
+    G(fp8_tflops, 0, 1e6, 0, 0, "TFLOP/s"),
+    G(hbm_gib, 0, 1e5, 1, 1, "GiB"),
+    G(hbm_tbps, 0, 1e3, 1, 1, "TB/s"),
+};
+#undef G
+#define NGPU (sizeof gpu_fields / sizeof gpu_fields[0])
+
+static int gpu_check(const spec_gpu *g, const char *o, const char *path, pp_err *err) {
+  char f[80];
+  snprintf(f, sizeof f, "%sname", path);
+  if (spec__check_name(g->name, strlen(g->name), o, f, err)) return err->code;
+  for (size_t i = 1; i < NGPU; i++)
+    if (spec__check_range(&gpu_fields[i], *(const double *)((const char *)g + gpu_fields[i].off),
+                          o, path, err))
+      return err->code;
+  return PP_OK;
+}
+
+int spec_gpu_validate(const spec_gpu *g, pp_err *err) {
+  char o[SPEC_NAME_MAX + 8];
+  snprintf(o, sizeof o, "gpu %s", g->name);
+  return gpu_check(g, o, "", err);
+}
+
+int spec__gpu_from_json(const json_t *j, const char *origin, const char *path, spec_gpu *out,
+                        pp_err *err) {
+  if (json_is_string(j)) {
+    const spec_gpu *p = spec__gpu_preset_find(json_string_value(j));
+    if (!p) {
+      char names[512];
+      spec__preset_names(names, sizeof names, 1);
+      return pp_err_set(err, PP_INPUT, "%s: %s: unknown GPU '%.64s' (presets: %s; or an object)",
+                        origin, path, json_string_value(j), names);
+    }
+    *out = *p;
+    return PP_OK;
+  }
+  char sub[80];
+  snprintf(sub, sizeof sub, "%s.", path);
+  spec_gpu g;
+  memset(&g, 0, sizeof g);
+  if (spec__read(j, gpu_fields, NGPU, &g, 0, origin, *path ? sub : "", NULL, err))
+    return err->code;
+  if (gpu_check(&g, origin, *path ? sub : "", err)) return err->code;
+  *out = g;
+  return PP_OK;
+}
+
+void spec__gpu_emit(json_t *obj, const spec_gpu *g) { spec__emit(obj, gpu_fields, NGPU, g, 0); }
+
+char *spec_gpu_json(const spec_gpu *g) {
+  json_t *o = json_object();
+  spec__gpu_emit(o, g);
+  char *s = spec__dump(o);
+  json_decref(o);
+  return s;
+}
+
+int spec_gpu_load(const char *arg, spec_gpu *out, pp_err *err) {
+  const spec_gpu *p = spec__gpu_preset_find(arg);
+  if (p) {
+    *out = *p;
+    return PP_OK;
+  }
+  if (!spec__looks_like_file(arg)) {
+    char names[512];
+    spec__preset_names(names, sizeof names, 1);
+    return pp_err_set(err, PP_NOTFOUND, "gpu: unknown preset '%.64s' (presets: %s; or a JSON file)",
+                      arg, names);
+  }
+  json_t *j = NULL;
+  const char *origin;
+  if (spec__load_json(arg, "GPU", &j, &origin, err)) return err->code;
+  int rc = spec__gpu_from_json(j, origin, "", out, err);
+  json_decref(j);
+  return rc;
+}
+
+/* ---- cluster tables ------------------------------------------------------------------------ */
+
+enum { NV_MULTI = 1 };                    /* nvlink variants: fields used when domain_gpus > 1 */
+enum { NET_FT = 1 << SPEC_NET_FAT_TREE, NET_TORUS = 1 << SPEC_NET_TORUS };
+
+#define NV(name, kind, lo, hi, open, req, def, mask, unit) \
+  {#name, kind, offsetof(spec_nvlink, name), lo, hi, open, req, def, NULL, mask, unit}
+static const spec__field nvlink_fields[] = {
+    NV(domain_gpus, SPEC__INT, 1, SPEC_MAX_GPUS, 0, 1, 1, 0, "GPUs"),
+    NV(gbps_per_gpu, SPEC__DBL, 0, 1e5, 1, 1, 0, NV_MULTI, "GB/s"),
+    NV(latency_us, SPEC__DBL, 0, 1e6, 0, 1, 0, NV_MULTI, "us"),
+    NV(taper, SPEC__DBL, 1, 1000, 0, 0, 1, NV_MULTI, NULL),
+    NV(in_network_reduce, SPEC__BOOL, 0, 1, 0, 0, 0, NV_MULTI, NULL),
+};
+#undef NV
+#define NNV (sizeof nvlink_fields / sizeof nvlink_fields[0])
+
+#define NET(name, kind, lo, hi, open, req, def, names, mask, unit) \
+  {#name, kind, offsetof(spec_network, name), lo, hi, open, req, def, names, mask, unit}
+static const spec__field net_fields[] = {
+    NET(kind, SPEC__ENUM, 0, 0, 0, 1, 0, spec__net_names, 0, NULL),
+    NET(rail_optimized, SPEC__BOOL, 0, 1, 0, 0, 0, NULL, NET_FT, NULL),
+    NET(nic_gbps, SPEC__DBL, 0, 1e6, 1, 1, 0, NULL, NET_FT, "Gbit/s"),
+    NET(nics_per_node, SPEC__INT, 1, 1024, 0, 1, 0, NULL, NET_FT, NULL),
+    NET(oversubscription, SPEC__DBL, 1, 1000, 0, 0, 1, NULL, NET_FT, NULL),
+    NET(switch_radix, SPEC__INT, 4, 65536, 0, 0, 64, NULL, NET_FT, "ports"),
+    NET(in_network_reduce, SPEC__BOOL, 0, 1, 0, 0, 0, NULL, NET_FT, NULL),
+    NET(dims, SPEC__INT3, 1, SPEC_MAX_GPUS, 0, 0, 0, NULL, NET_TORUS, NULL),
+    NET(link_gbps, SPEC__DBL, 0, 1e5, 1, 1, 0, NULL, NET_TORUS, "GB/s"),
+    NET(wraparound, SPEC__BOOL, 0, 1, 0, 0, 1, NULL, NET_TORUS, NULL),
+    NET(latency_us, SPEC__DBL, 0, 1e6, 0, 1, 0, NULL, NET_FT | NET_TORUS, "us"),
+};
+#undef NET
+#define NNET (sizeof net_fields / sizeof net_fields[0])
+
+#define CL(name, kind, lo, hi, req) \
+  {#name, kind, offsetof(spec_cluster, name), lo, hi, 0, req, 0, NULL, 0, NULL}
+static const spec__field cluster_fields[] = {
+    CL(name, SPEC__STR, 0, 0, 1),
+    CL(gpu, SPEC__SKIP, 0, 0, 1),
+    CL(gpus, SPEC__INT, 1, SPEC_MAX_GPUS, 0),
+    CL(gpus_per_node, SPEC__INT, 1, 1024, 1),
+    CL(nvlink, SPEC__SKIP, 0, 0, 0),
+    CL(network, SPEC__SKIP, 0, 0, 0),
+};
+#undef CL
+#define NCL (sizeof cluster_fields / sizeof cluster_fields[0])
+
+/* ---- torus shapes ------------------------------------------------------------------------------ */
+
+/* TPU-v4-style slices: 1..32 chips as powers of two, else whole 4x4x4 cubes (every dimension a
+ * multiple of 4). Picks the most cubic shape (smallest largest dimension), ascending. */
+static int torus_shape(int n, int dims[3]) {
+  if (n < 64) {
+    if (n & (n - 1)) return -1;
+    int d[3] = {1, 1, 1}, k = 0;
+    for (int m = n; m > 1; m /= 2) d[2 - (k++ % 3)] *= 2;
+    int t;
+    if (d[0] > d[1]) t = d[0], d[0] = d[1], d[1] = t;
+    if (d[1] > d[2]) t = d[1], d[1] = d[2], d[2] = t;
+    if (d[0] > d[1]) t = d[0], d[0] = d[1], d[1] = t;
+    memcpy(dims, d, sizeof d);
+    return 0;
+  }
+  if (n % 64) return -1;
+  int best = -1;
+  for (int a = 4; (long)a * a * a <= n; a += 4) {
+    if (n % a) continue;
+    for (int b = a; (long)a * b * b <= n; b += 4) {
+      if ((n / a) % b) continue;
+      int c = n / a / b;
+      if (c % 4 || c < b) continue;
+      if (best < 0 || c < best) best = c, dims[0] = a, dims[1] = b, dims[2] = c;
+    }
+  }
+  return best < 0 ? -1 : 0;
+}
+
+/* ---- validation ---------------------------------------------------------------------------- */
+
+int spec_cluster_nodes(const spec_cluster *c) {
+  return (c->gpus + c->gpus_per_node - 1) / c->gpus_per_node;
+}
+
+int spec_cluster_domains(const spec_cluster *c) {
+  return (c->gpus + c->nvlink.domain_gpus - 1) / c->nvlink.domain_gpus;
+}
+
+static int cluster_check(const spec_cluster *c, const char *o, pp_err *err) {
+  const spec_nvlink *nv = &c->nvlink;
+  const spec_network *net = &c->network;
+  if (spec__check_name(c->name, strlen(c->name), o, "name", err)) return err->code;
+  if (gpu_check(&c->gpu, o, "gpu.", err)) return err->code;
+  for (size_t i = 2; i < 4; i++)
+    if (spec__check_range(&cluster_fields[i], *(const int *)((const char *)c + cluster_fields[i].off),
+                          o, "", err))
+      return err->code;
+  unsigned nvv = nv->domain_gpus > 1 ? NV_MULTI : 0;
+  for (size_t i = 0; i < NNV; i++) {
+    const spec__field *f = &nvlink_fields[i];
+    if (f->mask && !(f->mask & nvv)) continue;
+    const char *p = (const char *)nv + f->off;
+    double v = f->kind == SPEC__DBL ? *(const double *)p : *(const int *)p;
+    if (spec__check_range(f, v, o, "nvlink.", err)) return err->code;
+  }
+  if ((unsigned)net->kind > SPEC_NET_TORUS)
+    return pp_err_set(err, PP_INPUT, "%s: network.kind: out of range", o);
+  unsigned netv = 1u << net->kind;
+  for (size_t i = 1; i < NNET; i++) {
+    const spec__field *f = &net_fields[i];
+    if (!(f->mask & netv) || f->kind == SPEC__INT3) continue;
+    const char *p = (const char *)net + f->off;
+    double v = f->kind == SPEC__DBL ? *(const double *)p : *(const int *)p;
+    if (spec__check_range(f, v, o, "network.", err)) return err->code;
+  }
+
+  int g = c->gpus, gpn = c->gpus_per_node, dom = nv->domain_gpus;
+  if (dom > 1 && dom % gpn && gpn % dom)
+    return pp_err_set(err, PP_INPUT,
+                      "%s: nvlink.domain_gpus: %d is neither a divisor nor a multiple of "
+                      "gpus_per_node %d",
+                      o, dom, gpn);
+  if (g < gpn) {
+    if (gpn % g)
+      return pp_err_set(err, PP_INPUT,
+                        "%s: gpus: %d GPUs fill part of one node; they must divide gpus_per_node %d",
+                        o, g, gpn);
+  } else if (g % gpn) {
+    return pp_err_set(err, PP_INPUT, "%s: gpus: %d is not a multiple of gpus_per_node %d", o, g,
+                      gpn);
+  }
+  if (dom > gpn && g > dom && g % dom)
+    return pp_err_set(err, PP_INPUT,
+                      "%s: gpus: %d GPUs exceed one NVLink domain of %d; beyond one domain the "
+                      "count must be a multiple of %d (whole domains joined by the network)",
+                      o, g, dom, dom);
+  int domains = spec_cluster_domains(c);
+  if (net->kind == SPEC_NET_NONE && domains > 1)
+    return pp_err_set(err, PP_INPUT,
+                      "%s: network: kind none, but %d GPUs span %d NVLink domains of %d; a network "
+                      "must join them",
+                      o, g, domains, dom);
+  if (net->kind == SPEC_NET_FAT_TREE) {
+    if (net->rail_optimized && gpn % net->nics_per_node && net->nics_per_node % gpn)
+      return pp_err_set(err, PP_INPUT,
+                        "%s: network.nics_per_node: a rail-optimized fabric needs NICs and GPUs "
+                        "per node to divide one another, got %d NICs for %d GPUs",
+                        o, net->nics_per_node, gpn);
+    long long nics = (long long)spec_cluster_nodes(c) * net->nics_per_node;
+    long long ends = net->rail_optimized ? spec_cluster_nodes(c) : nics;
+    long long k = net->switch_radix, cap = k * k * k / 4;
+    if (ends > cap)
+      return pp_err_set(err, PP_INPUT,
+                        "%s: network.switch_radix: a 3-tier fat tree of radix-%lld switches "
+                        "connects at most %lld NICs%s; this cluster needs %lld",
+                        o, k, cap, net->rail_optimized ? " per rail" : "", ends);
+  }
+  if (net->kind == SPEC_NET_TORUS) {
+    long long prod = (long long)net->dims[0] * net->dims[1] * net->dims[2];
+    if (prod != g)
+      return pp_err_set(err, PP_INPUT, "%s: network.dims: %dx%dx%d = %lld chips, but gpus is %d",
+                        o, net->dims[0], net->dims[1], net->dims[2], prod, g);
+  }
+  return PP_OK;
+}
+
+int spec_cluster_validate(const spec_cluster *c, pp_err *err) {
+  char o[SPEC_NAME_MAX + 10];
+  snprintf(o, sizeof o, "cluster %s", c->name);
+  return cluster_check(c, o, err);
+}
+
+static int cluster_size(spec_cluster *c, int gpus, const char *o, pp_err *err) {
+  if (gpus < 1 || gpus > SPEC_MAX_GPUS)
+    return pp_err_set(err, PP_INPUT, "%s: gpus: must be 1..%d, got %d", o, SPEC_MAX_GPUS, gpus);
+  c->gpus = gpus;
+  if (c->network.kind == SPEC_NET_TORUS && torus_shape(gpus, c->network.dims))
+    return pp_err_set(err, PP_INPUT,
+                      "%s: gpus: %d chips form no torus slice (1..32 as a power of two, or "
+                      "whole 4x4x4 cubes: a multiple of 64)",
+                      o, gpus);
+  return cluster_check(c, o, err);
+}
+
+int spec_cluster_resize(spec_cluster *c, int gpus, pp_err *err) {
+  return cluster_size(c, gpus, c->name, err);
+}
+
+static int cluster_from_json(const json_t *j, const char *o, int gpus, spec_cluster *out,
+                             pp_err *err) {
+  spec_cluster c;
+  memset(&c, 0, sizeof c);
+  uint32_t seen = 0;
+  if (spec__read(j, cluster_fields, NCL, &c, 0, o, "", &seen, err)) return err->code;
+  if (spec__gpu_from_json(spec__get(j, "gpu"), o, "gpu", &c.gpu, err)) return err->code;
+
+  const json_t *nv = spec__get(j, "nvlink");
+  c.nvlink.domain_gpus = 1;
+  if (nv) {
+    const json_t *d = spec__get(nv, "domain_gpus");
+    if (json_is_object(nv) && !d)
+      return pp_err_set(err, PP_INPUT, "%s: nvlink.domain_gpus: missing", o);
+    if (d && !json_is_integer(d))
+      return pp_err_set(err, PP_INPUT, "%s: nvlink.domain_gpus: must be an integer", o);
+    unsigned var = json_is_integer(d) && json_integer_value(d) > 1 ? NV_MULTI : 0;
+    if (spec__read(nv, nvlink_fields, NNV, &c.nvlink, var, o, "nvlink.", NULL, err))
+      return err->code;
+  }
+  const json_t *net = spec__get(j, "network");
+  c.network.kind = SPEC_NET_NONE;
+  if (net) {
+    const json_t *k = spec__get(net, "kind");
+    unsigned var = 0;
+    for (int i = 0; json_is_string(k) && spec__net_names[i]; i++)
+      if (strcmp(json_string_value(k), spec__net_names[i]) == 0) var = 1u << i;
+    if (json_is_object(net) && !k)
+      return pp_err_set(err, PP_INPUT, "%s: network.kind: missing", o);
+    if (json_is_object(net) && !var)
+      return pp_err_set(err, PP_INPUT, "%s: network.kind: must be one of none, fat-tree, torus",
+                        o);
+    if (spec__read(net, net_fields, NNET, &c.network, var, o, "network.", NULL, err))
+      return err->code;
+  }
+  if (gpus > 0) {
+    if (cluster_size(&c, gpus, o, err)) return err->code;
+  } else if (!(seen & (1u << 2))) {
+    return pp_err_set(err, PP_INPUT, "%s: gpus: missing (give it in the spec or with --gpus)", o);
+  } else if (c.network.kind == SPEC_NET_TORUS && !c.network.dims[0]) {
+    if (cluster_size(&c, c.gpus, o, err)) return err->code;
+  } else if (cluster_check(&c, o, err)) {
+    return err->code;
+  }
+  *out = c;
+  return PP_OK;
+}
+
+int spec_cluster_parse(const char *text, size_t len, const char *origin, int gpus,
+                       spec_cluster *out, pp_err *err) {
+  json_t *j = NULL;
+  if (spec__parse_json(text, len, origin, &j, err)) return err->code;
+  int rc = cluster_from_json(j, origin, gpus, out, err);
+  json_decref(j);
+  return rc;
+}
+
+int spec_cluster_load(const char *arg, int gpus, spec_cluster *out, pp_err *err) {
+  const spec_cluster *p = spec__cluster_preset_find(arg);
+  if (p) {
+    spec_cluster c = *p;
+    if (gpus > 0 && cluster_size(&c, gpus, c.name, err)) return err->code;
+    *out = c;
+    return PP_OK;
+  }
+  if (!spec__looks_like_file(arg)) {
+    char names[512];
+    spec__preset_names(names, sizeof names, 2);
+    return pp_err_set(err, PP_NOTFOUND,
+                      "cluster: unknown preset '%.64s' (presets: %s; or a JSON file)", arg, names);
+  }
+  json_t *j = NULL;
+  const char *origin;
+  if (spec__load_json(arg, "cluster", &j, &origin, err)) return err->code;
+  int rc = cluster_from_json(j, origin, gpus, out, err);
+  json_decref(j);
+  return rc;
+}
+
+char *spec_cluster_json(const spec_cluster *c) {
+  json_t *o = json_object(), *g = json_object(), *nv = json_object(), *net = json_object();
+  spec__emit(o, cluster_fields, NCL, c, 0);
+  spec__gpu_emit(g, &c->gpu);
+  json_object_set_new(o, "gpu", g);
+  spec__emit(nv, nvlink_fields, NNV, &c->nvlink, c->nvlink.domain_gpus > 1 ? NV_MULTI : 0);
+  json_object_set_new(o, "nvlink", nv);
+  spec__emit(net, net_fields, NNET, &c->network, 1u << c->network.kind);
+  json_object_set_new(o, "network", net);
+  char *s = spec__dump(o);
+  json_decref(o);
+  return s;
+}
+
+int spec_pair_validate(const spec_model *m, const spec_cluster *c, pp_err *err) {
+  if (m->dtype == SPEC_DTYPE_FP8 && c->gpu.fp8_tflops <= 0)
+    return pp_err_set(err, PP_INPUT, "model %s: dtype: fp8 needs fp8 tensor cores, which %s lacks",
+                      m->name, c->gpu.name);
+  return PP_OK;
+}

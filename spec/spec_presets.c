@@ -1,0 +1,162 @@
+/* Built-in presets: models, GPUs and clusters, each row with the source of its figures.
+ * Hardware figures come from ../shared/data/hardware.csv (copied where noted); latencies are
+ * NCCL's per-hop figures (nccl src/graph/tuning.cc, LL protocol: NVLink 0.6 us, network
+ * 2.7 us) unless a row says otherwise. Calibration replaces efficiencies and latencies later;
+ * these are the published starting points. */
+#include <stdio.h>
+#include <string.h>
+
+#include "spec_int.h"
+
+/* ---- models --------------------------------------------------------------------------------
+ * name, layers, hidden, heads, kv_heads, ffn_hidden, ffn, seq_len, vocab, experts, top_k,
+ * dtype, tied_embeddings */
+#define GELU SPEC_FFN_GELU
+#define SWIGLU SPEC_FFN_SWIGLU
+#define RELU SPEC_FFN_RELU
+#define BF16 SPEC_DTYPE_BF16
+
+static const struct {
+  spec_model m;
+  const char *source;
+} models[] = {
+    /* GPT-3 shapes as Megatron-LM and Alpa run them: Brown et al. 2020 Table 2.1 (layers,
+     * width, context 2048), heads as in Alpa's benchmark suite (suite_manual_gpt.py) and
+     * Megatron's examples; vocab 50257 padded to 51200 as Megatron does for GPT-2 BPE. */
+    {{"gpt3-1.3b", 24, 2048, 32, 32, 8192, GELU, 2048, 51200, 0, 0, BF16, 1},
+     "GPT-3 XL: Brown et al. 2020 Table 2.1; 32 heads as Alpa suite_manual_gpt.py"},
+    {{"gpt3-2.6b", 32, 2560, 32, 32, 10240, GELU, 2048, 51200, 0, 0, BF16, 1},
+     "GPT-3 2.7B: Brown et al. 2020 Table 2.1; Alpa's 2.6B shape"},
+    {{"gpt3-6.7b", 32, 4096, 32, 32, 16384, GELU, 2048, 51200, 0, 0, BF16, 1},
+     "GPT-3 6.7B: Brown et al. 2020 Table 2.1"},
+    {{"gpt3-13b", 40, 5120, 40, 40, 20480, GELU, 2048, 51200, 0, 0, BF16, 1},
+     "GPT-3 13B: Brown et al. 2020 Table 2.1 (width 5140 rounded to 5120 as Megatron runs it)"},
+    {{"gpt3-39b", 48, 8192, 64, 64, 32768, GELU, 2048, 51200, 0, 0, BF16, 1},
+     "GPT 39.1B: Narayanan et al. SC'21 Table 1 and Alpa's 39B benchmark shape"},
+    {{"gpt3-175b", 96, 12288, 96, 96, 49152, GELU, 2048, 51200, 0, 0, BF16, 1},
+     "GPT-3 175B: Brown et al. 2020 Table 2.1; Narayanan et al. SC'21 (174.6B)"},
+    {{"opt-175b", 96, 12288, 96, 96, 49152, RELU, 2048, 50272, 0, 0, BF16, 1},
+     "OPT-175B: Zhang et al. 2022 Table 1 (ReLU MLP, vocab 50272, tied embeddings)"},
+    {{"megatron-1t", 128, 25600, 160, 160, 102400, GELU, 2048, 51200, 0, 0, BF16, 1},
+     "GPT 1T: Narayanan et al. SC'21 Table 1"},
+    {{"llama3-8b", 32, 4096, 32, 8, 14336, SWIGLU, 8192, 128256, 0, 0, BF16, 0},
+     "Llama 3 8B: Llama Team 2024 'The Llama 3 Herd of Models' Table 3; HF config (vocab 128256)"},
+    {{"llama3-70b", 80, 8192, 64, 8, 28672, SWIGLU, 8192, 128256, 0, 0, BF16, 0},
+     "Llama 3 70B: Llama Team 2024 Table 3; HF config"},
+    {{"llama3-405b", 126, 16384, 128, 8, 53248, SWIGLU, 8192, 128256, 0, 0, BF16, 0},
+     "Llama 3 405B: Llama Team 2024 Table 3; HF config"},
+    {{"mixtral-8x7b", 32, 4096, 32, 8, 14336, SWIGLU, 4096, 32000, 8, 2, BF16, 0},
+     "Mixtral 8x7B: Jiang et al. 2024 Table 1 (8 experts, top-2; 46.7B total, 12.9B active); "
+     "trained here at seq 4096 as Megatron-Core's Mixtral recipes do (the model's window is 32k)"},
+};
+
+/* ---- GPUs ----------------------------------------------------------------------------------
+ * name, bf16 dense TFLOP/s, fp8 dense TFLOP/s, HBM GiB (datasheet GB), HBM TB/s */
+#define A100_40G {"a100-40g", 312, 0, 40, 1.555}
+#define A100_80G {"a100-80g", 312, 0, 80, 2.039}
+#define H100_SXM {"h100-sxm", 989.4, 1978.9, 80, 3.35}
+#define H200 {"h200", 989.4, 1978.9, 141, 4.8}
+#define B200 {"b200", 2250, 4500, 180, 8}
+#define GB200 {"gb200", 2450, 4900, 186, 8}
+#define TPU_V4 {"tpu-v4", 275, 0, 32, 1.2}
+
+static const struct {
+  spec_gpu g;
+  const char *source;
+} gpus[] = {
+    {A100_40G, "hardware.csv 'A100 SXM4 40GB' (NVIDIA A100 datasheet)"},
+    {A100_80G, "hardware.csv 'A100 SXM4 80GB' (NVIDIA A100 datasheet)"},
+    {H100_SXM,
+     "hardware.csv 'H100 SXM5 80GB' (NVIDIA H100 datasheet; dgxc-benchmarking MFU denominators)"},
+    {H200, "hardware.csv 'H200 SXM 141GB' (MLCommons v4.1; NVIDIA)"},
+    {B200, "hardware.csv 'B200' (dgxc-benchmarking peak table)"},
+    {GB200, "hardware.csv 'GB200' (dgxc-benchmarking; MLCommons v6.1)"},
+    {TPU_V4, "hardware.csv 'TPU v4' (Google Cloud TPU v4 docs; ISCA'23)"},
+};
+
+/* ---- clusters ------------------------------------------------------------------------------ */
+/* A rail-optimized fat tree: one leaf per rail, NIC i of every node on rail i. */
+#define RAIL_FAT_TREE(gbit, nics, radix)                                                  \
+  {.kind = SPEC_NET_FAT_TREE, .rail_optimized = 1, .nic_gbps = gbit, .nics_per_node = nics, \
+   .oversubscription = 1, .switch_radix = radix, .latency_us = 2.7}
+#define NVLINK(domain, gbps, lat, tap, nvls) \
+  {.domain_gpus = domain, .gbps_per_gpu = gbps, .latency_us = lat, .taper = tap, .in_network_reduce = nvls}
+
+static const struct {
+  spec_cluster c;
+  const char *source;
+} clusters[] = {
+    {{.name = "dgx-a100", .gpu = A100_80G, .gpus = 64, .gpus_per_node = 8,
+      .nvlink = NVLINK(8, 300, 0.6, 1, 0), .network = RAIL_FAT_TREE(200, 8, 40)},
+     "Selene-like DGX A100: hardware.csv 'DGX A100' (8x A100-80GB, NVLink3 600 GB/s bidir = 300 "
+     "per direction, 6x NVSwitch gen2, no NVLS), 8x 200 Gb/s HDR rail-optimized fat tree "
+     "(Narayanan et al. SC'21 Sec. 5) of 40-port QM8700 switches"},
+    {{.name = "dgx-h100", .gpu = H100_SXM, .gpus = 64, .gpus_per_node = 8,
+      .nvlink = NVLINK(8, 450, 0.6, 1, 1), .network = RAIL_FAT_TREE(400, 8, 64)},
+     "DGX H100: hardware.csv 'DGX H100' (NVLink4 900 GB/s bidir, NVSwitch gen3 with NVLS), "
+     "8x 400 Gb/s NDR rail-optimized fat tree of 64-port QM9700 switches (dgxc-benchmarking "
+     "EOS reference)"},
+    {{.name = "h100-nvl256", .gpu = H100_SXM, .gpus = 256, .gpus_per_node = 8,
+      .nvlink = NVLINK(256, 450, 0.7, 2, 1), .network = RAIL_FAT_TREE(400, 8, 64)},
+     "DGX H100 SuperPOD with NVLink Switch System: hardware.csv (256 GPUs in one NVLink domain, "
+     "72 NVLink4 ports per node to the second level = 2:1 taper); NDR rail-optimized IB between "
+     "pods; 0.7 us NVLink latency as design.md's example (an extra switch level)"},
+    {{.name = "gb200-nvl72", .gpu = GB200, .gpus = 72, .gpus_per_node = 4,
+      .nvlink = NVLINK(72, 900, 0.6, 1, 1), .network = RAIL_FAT_TREE(400, 4, 64)},
+     "GB200 NVL72: hardware.csv (72 GPUs, NVLink5 1800 GB/s bidir per GPU, 18 NVSwitch chips, "
+     "4 GPUs per compute tray); 400 Gb/s per GPU between racks (ConnectX-7) as design.md says"},
+    {{.name = "tpu-v4-torus", .gpu = TPU_V4, .gpus = 64, .gpus_per_node = 4,
+      .nvlink = {.domain_gpus = 1, .taper = 1},
+      .network = {.kind = SPEC_NET_TORUS, .dims = {4, 4, 4}, .link_gbps = 50, .wraparound = 1,
+                  .oversubscription = 1, .latency_us = 1.0}},
+     "TPU v4: hardware.csv (3-D torus of 4x4x4 cubes, 6 ICI links per chip, 4 chips per host); "
+     "ICI 400 Gbit/s = 50 GB/s per direction per link and 1 us per hop are unverified "
+     "(hardware.csv says so)"},
+};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+size_t spec_model_preset_count(void) { return N(models); }
+const spec_model *spec_model_preset(size_t i) { return i < N(models) ? &models[i].m : NULL; }
+const char *spec_model_preset_source(size_t i) { return i < N(models) ? models[i].source : NULL; }
+size_t spec_gpu_preset_count(void) { return N(gpus); }
+const spec_gpu *spec_gpu_preset(size_t i) { return i < N(gpus) ? &gpus[i].g : NULL; }
+const char *spec_gpu_preset_source(size_t i) { return i < N(gpus) ? gpus[i].source : NULL; }
+size_t spec_cluster_preset_count(void) { return N(clusters); }
+const char *spec_cluster_preset_source(size_t i) {
+  return i < N(clusters) ? clusters[i].source : NULL;
+}
+
+const spec_cluster *spec_cluster_preset(size_t i) {
+  return i < N(clusters) ? &clusters[i].c : NULL;
+}
+
+const spec_model *spec__model_preset_find(const char *name) {
+  for (size_t i = 0; i < N(models); i++)
+    if (strcmp(models[i].m.name, name) == 0) return &models[i].m;
+  return NULL;
+}
+
+const spec_gpu *spec__gpu_preset_find(const char *name) {
+  for (size_t i = 0; i < N(gpus); i++)
+    if (strcmp(gpus[i].g.name, name) == 0) return &gpus[i].g;
+  return NULL;
+}
+
+const spec_cluster *spec__cluster_preset_find(const char *name) {
+  for (size_t i = 0; i < N(clusters); i++)
+    if (strcmp(clusters[i].c.name, name) == 0) return &clusters[i].c;
+  return NULL;
+}
+
+void spec__preset_names(char *buf, size_t n, int which) {
+  size_t count = which == 0 ? N(models) : which == 1 ? N(gpus) : N(clusters);
+  buf[0] = '\0';
+  for (size_t i = 0; i < count; i++) {
+    const char *name = which == 0   ? models[i].m.name
+                       : which == 1 ? gpus[i].g.name
+                                    : clusters[i].c.name;
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, "%s%s", i ? ", " : "", name);
+  }
+}

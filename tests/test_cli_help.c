@@ -1,0 +1,85 @@
+/* Every subcommand of design.md section 10 exists and its -h prints usage and exits 0; those
+ * not built yet say so and exit 2; bad usage is one line and exit 2. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "testutil.h"
+
+static const char *const commands[] = {"presets", "check",  "predict",   "simulate",
+                                       "search",  "study",  "run",       "bench",
+                                       "import",  "calibrate", "export", "report"};
+static const char *const not_yet[] = {"predict", "simulate", "search",    "study", "run",
+                                      "bench",   "import",   "calibrate", "export", "report"};
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  char *bin = argv[1];
+  tu_run r;
+
+  char *top[] = {bin, "-h", NULL};
+  tu_exec(top, &r);
+  CHECK_EQ(r.status, 0);
+  for (size_t i = 0; i < N(commands); i++) CHECK_CONTAINS(r.out, commands[i]);
+  tu_run_free(&r);
+
+  for (size_t i = 0; i < N(commands); i++) {
+    for (int form = 0; form < 2; form++) {
+      char *a[] = {bin, (char *)commands[i], form ? "--help" : "-h", NULL};
+      tu_exec(a, &r);
+      CHECK_EQ(r.status, 0);
+      char want[64];
+      snprintf(want, sizeof want, "usage: podplan %s", commands[i]);
+      CHECK(r.out && strncmp(r.out, want, strlen(want)) == 0);
+      CHECK_STREQ(r.err, "");
+      tu_run_free(&r);
+    }
+  }
+
+  for (size_t i = 0; i < N(not_yet); i++) {
+    char *a[] = {bin, (char *)not_yet[i], "--model", "gpt3-175b", NULL};
+    tu_exec(a, &r);
+    CHECK_EQ(r.status, 2);
+    CHECK_CONTAINS(r.err, "not implemented yet");
+    CHECK_EQ(tu_lines(r.err), 1);
+    tu_run_free(&r);
+  }
+
+  struct {
+    char *args[6];
+    const char *msg;
+  } bad[] = {
+      {{"frobnicate", NULL}, "unknown command 'frobnicate'"},
+      {{"presets", "--bogus", NULL}, "--bogus"},
+      {{"presets", "extra", NULL}, "unexpected argument 'extra'"},
+      {{"check", NULL}, "give --model, --cluster, --plan or --presets"},
+      {{"check", "--gpus", "8", "--model", "gpt3-1.3b", NULL}, "--gpus needs --cluster"},
+      {{"check", "--cluster", "dgx-h100", "--gpus", "eight", NULL}, "--gpus: 'eight'"},
+      {{"check", "--plan", "tp=1,gbs=8", NULL}, "--plan needs --model and --cluster"},
+      {{"check", "--model", NULL}, "option '--model' needs a value"},
+      {{"check", "--modle", "x", NULL}, "unknown option '--modle'"},
+      {{"check", "-x", NULL}, "unknown option '-x'"},
+  };
+  for (size_t i = 0; i < N(bad); i++) {
+    char *a[8] = {bin};
+    for (int k = 0; bad[i].args[k]; k++) a[k + 1] = bad[i].args[k];
+    tu_exec(a, &r);
+    CHECK_EQ(r.status, 2);
+    CHECK_CONTAINS(r.err, bad[i].msg);
+    CHECK_EQ(tu_lines(r.err), 1);
+    CHECK_STREQ(r.out, "");
+    tu_run_free(&r);
+  }
+
+  char *none[] = {bin, NULL};
+  tu_exec(none, &r);
+  CHECK_EQ(r.status, 2);
+  tu_run_free(&r);
+
+  char *ver[] = {bin, "--version", NULL};
+  tu_exec(ver, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "SQLite");
+  tu_run_free(&r);
+  return check_status();
+}

@@ -1,0 +1,263 @@
+/* Malformed and impossible specs through the real CLI with a real database: each gives exit
+ * 2 and one line naming the file, the field and the reason, and nothing is written. Valid
+ * specs are stored once by hash. */
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "testutil.h"
+
+#define MODEL_OK "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}"
+#define NET_FT \
+  "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":true,\"nic_gbps\":400,\"nics_per_node\":8,\"latency_us\":2.7}"
+#define NVL8 "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6}"
+#define CLUSTER_OK \
+  "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8," NVL8 "," NET_FT "}"
+
+enum { GEN_NONE, GEN_NONUTF8, GEN_DEEP, GEN_BIGSTRING, GEN_MISSING_FILE };
+
+typedef struct bad_case {
+  const char *opt;     /* --model, --cluster or --plan */
+  const char *text;    /* file content; NULL with gen */
+  int gen;             /* generated content */
+  const char *expect;  /* substring of the one-line error */
+  const char *extra1, *extra2; /* extra arguments */
+} bad_case;
+
+static const bad_case cases[] = {
+    /* models */
+    {"--model", "{\"name\":\"m\",\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}", 0,
+     "layers: missing"},
+    {"--model", "{\"name\":\"m\",\"layers\":\"24\",\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "layers: must be an integer, got a string"},
+    {"--model", "{\"name\":\"m\",\"layers\":24.5,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "layers: must be an integer, got a real number"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":-1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "hidden: must be >= 1, got -1024"},
+    {"--model", "{\"name\":\"m\",\"layers\":0,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "layers: must be >= 1, got 0"},
+    {"--model", "{\"name\":\"m\",\"layers\":1000000000000,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "layers: must be <= 65536"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1000,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "heads: hidden 1000 is not divisible by heads 16"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"kv_heads\":5,\"seq_len\":2048,\"vocab\":51200}",
+     0, "kv_heads: must divide heads 16"},
+    {"--model", "{\"name\":\"m\",\"layerz\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "layerz: unknown field (did you mean 'layers'?)"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200,\"ffn\":\"tanh\"}",
+     0, "ffn: 'tanh' is not one of gelu, swiglu, relu"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200,\"ffn\":\"swiglu\"}",
+     0, "ffn_hidden: missing (required with ffn swiglu)"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200,\"experts\":1}",
+     0, "experts: 1 expert is a dense model"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200,\"experts\":8,\"top_k\":9}",
+     0, "top_k: must be 1..experts (8)"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200,\"top_k\":2}",
+     0, "top_k: only for MoE models"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":true}",
+     0, "vocab: must be an integer, got a boolean"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":null,\"vocab\":51200}",
+     0, "seq_len: must be an integer, got null"},
+    {"--model", "{\"name\":\"my model\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "name: character 3 is not a letter"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200,\"dtype\":\"fp8\"}",
+     0, "dtype: fp8 needs fp8 tensor cores, which a100-80g lacks", "--cluster", "dgx-a100"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"name\":\"n\",\"heads\":16,\"seq_len\":2048,\"vocab\":51200}",
+     0, "malformed JSON: duplicate object key"},
+    {"--model", "{\"name\":\"m\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":20", 0,
+     "malformed JSON"},
+    {"--model", "[1, 2, 3]", 0, "top level: must be an object, got an array"},
+    {"--model", "", 0, "empty file"},
+    {"--model", NULL, GEN_NONUTF8, "malformed JSON: unable to decode byte 0xff"},
+    {"--model", NULL, GEN_DEEP, "malformed JSON: maximum parsing depth reached"},
+    {"--model", NULL, GEN_BIGSTRING, "name: too long (1048576 bytes, at most 63)"},
+    {"--model", NULL, GEN_MISSING_FILE, "cannot open model spec: No such file or directory"},
+    /* clusters */
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h300\",\"gpus\":64,\"gpus_per_node\":8," NVL8 "," NET_FT "}", 0,
+     "gpu: unknown GPU 'h300'"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":{\"name\":\"x\",\"hbm_gib\":80,\"hbm_tbps\":3},\"gpus\":64,\"gpus_per_node\":8," NVL8 "," NET_FT "}",
+     0, "gpu.bf16_tflops: missing"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8," NVL8
+                  ",\"network\":{\"kind\":\"fat-tree\",\"nic_gbps\":-400,\"nics_per_node\":8,\"latency_us\":2.7}}",
+     0, "network.nic_gbps: must be > 0 Gbit/s, got -400"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":12,\"gpus_per_node\":8," NVL8 "," NET_FT "}", 0,
+     "gpus: 12 is not a multiple of gpus_per_node 8"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8," NVL8 "}", 0,
+     "network: kind none, but 64 GPUs span 8 NVLink domains of 8"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8," NVL8
+                  ",\"network\":{\"kind\":\"fat_tree\"}}",
+     0, "network.kind: must be one of none, fat-tree, torus"},
+    {"--cluster", "{\"name\":\"t\",\"gpu\":\"tpu-v4\",\"gpus\":64,\"gpus_per_node\":4,"
+                  "\"network\":{\"kind\":\"torus\",\"dims\":[4,4,8],\"link_gbps\":50,\"latency_us\":1}}",
+     0, "network.dims: 4x4x8 = 128 chips, but gpus is 64"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8,"
+                  "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6,\"taper\":0.5}," NET_FT "}",
+     0, "nvlink.taper: must be >= 1, got 0.5"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8," NVL8
+                  ",\"network\":{\"kind\":\"fat-tree\",\"dims\":[4,4,4],\"nic_gbps\":400,\"nics_per_node\":8,\"latency_us\":2.7}}",
+     0, "network.dims: does not apply to this kind"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":8192,\"gpus_per_node\":8," NVL8
+                  ",\"network\":{\"kind\":\"fat-tree\",\"nic_gbps\":400,\"nics_per_node\":8,\"latency_us\":2.7,\"switch_radix\":16}}",
+     0, "network.switch_radix: a 3-tier fat tree of radix-16 switches connects at most 1024 NICs"},
+    {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus_per_node\":8," NVL8 "," NET_FT "}", 0,
+     "gpus: missing (give it in the spec or with --gpus)"},
+    /* plans given as JSON files (checked against gpt3-1.3b on dgx-h100, 64 GPUs) */
+    {"--plan", "{\"tp\":\"8\",\"gbs\":64}", 0, "tp: must be an integer, got a string",
+     "--model", "gpt3-1.3b"},
+    {"--plan",
+     "{\"gbs\":64,\"microbatches\":8,\"stages\":[{\"layers\":[0,12],\"gpus\":[0,1,2,3],\"dp\":4},"
+     "{\"layers\":[12,24],\"gpus\":[3,4,5,6],\"dp\":4}]}",
+     0, "stage 1: rule 'a GPU serves one stage': gpu 3 is used twice", "--model", "gpt3-1.3b"},
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+static long long count(const char *db, const char *table) {
+  sqlite3 *h;
+  long long n = -1;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return n;
+}
+
+static char *generate(int gen, size_t *len) {
+  char *buf = NULL;
+  if (gen == GEN_NONUTF8) {
+    const char s[] = "{\"name\":\"m\xff\xfe\",\"layers\":24}";
+    *len = sizeof s - 1;
+    buf = malloc(*len);
+    memcpy(buf, s, *len);
+  } else if (gen == GEN_DEEP) {
+    size_t depth = 5000;
+    *len = 2 * depth + 16;
+    buf = malloc(*len);
+    size_t n = (size_t)sprintf(buf, "{\"name\":");
+    for (size_t i = 0; i < depth; i++) buf[n++] = '[';
+    for (size_t i = 0; i < depth; i++) buf[n++] = ']';
+    buf[n++] = '}';
+    *len = n;
+  } else if (gen == GEN_BIGSTRING) {
+    size_t big = 1 << 20;
+    buf = malloc(big + 128);
+    size_t n = (size_t)sprintf(buf, "{\"name\":\"");
+    memset(buf + n, 'a', big);
+    n += big;
+    n += (size_t)sprintf(buf + n, "\",\"layers\":24,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,\"vocab\":51200}");
+    *len = n;
+  }
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  char *bin = argv[1];
+  char *dir = tu_tmpdir("specjson");
+  char *db = tu_path(dir, "t.db");
+  tu_run r;
+  CHECK(NCASES >= 25);
+
+  /* a database with one model, one cluster and one plan */
+  char *seed[] = {bin, "check", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--plan",
+                  "tp=2,pp=2,mbs=1,gbs=64", "--db", db, NULL};
+  tu_exec(seed, &r);
+  CHECK_EQ(r.status, 0);
+  tu_run_free(&r);
+  const char *tables[] = {"models", "clusters", "plans", "scores", "measurements"};
+  long long before[5];
+  for (int t = 0; t < 5; t++) before[t] = count(db, tables[t]);
+  CHECK_EQ(before[0], 1);
+  CHECK_EQ(before[1], 1);
+  CHECK_EQ(before[2], 1);
+
+  for (size_t i = 0; i < NCASES; i++) {
+    const bad_case *c = &cases[i];
+    char name[32];
+    snprintf(name, sizeof name, "case%02zu.json", i);
+    char *file;
+    if (c->gen == GEN_MISSING_FILE) {
+      file = tu_path(dir, "does-not-exist.json");
+    } else if (c->gen) {
+      size_t len = 0;
+      char *buf = generate(c->gen, &len);
+      file = tu_write(dir, name, buf, len);
+      free(buf);
+    } else {
+      file = tu_write(dir, name, c->text, strlen(c->text));
+    }
+    char *a[16] = {bin, "check", (char *)c->opt, file, "--db", db};
+    int n = 6;
+    if (strcmp(c->opt, "--plan") == 0) {
+      a[n++] = "--cluster";
+      a[n++] = "dgx-h100";
+    }
+    if (c->extra1) a[n++] = (char *)c->extra1, a[n++] = (char *)c->extra2;
+    a[n] = NULL;
+    tu_exec(a, &r);
+    if (r.status != 2 || !strstr(r.err ? r.err : "", c->expect))
+      fprintf(stderr, "case %zu (%s): status %d, stderr: %s", i, c->expect, r.status, r.err);
+    CHECK_EQ(r.status, 2);
+    CHECK_CONTAINS(r.err, c->expect);
+    CHECK_EQ(tu_lines(r.err), 1);
+    CHECK_STREQ(r.out, "");
+    /* the message names the file (pairs and plan rules name the spec or the plan instead) */
+    if (!c->extra1 && strcmp(c->opt, "--plan") != 0)
+      CHECK_CONTAINS(r.err, c->gen == GEN_MISSING_FILE ? "does-not-exist.json" : name);
+    tu_run_free(&r);
+    for (int t = 0; t < 5; t++) CHECK_EQ(count(db, tables[t]), before[t]);
+    free(file);
+  }
+
+  /* an unknown preset name is bad input too */
+  char *unk[] = {bin, "check", "--model", "gpt-5", "--db", db, NULL};
+  tu_exec(unk, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "model: unknown preset 'gpt-5' (presets: gpt3-1.3b");
+  tu_run_free(&r);
+  /* so is a size the fabric cannot have */
+  char *size[] = {bin, "check", "--cluster", "h100-nvl256", "--gpus", "384", "--db", db, NULL};
+  tu_exec(size, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "beyond one domain the count must be a multiple of 256");
+  tu_run_free(&r);
+  for (int t = 0; t < 5; t++) CHECK_EQ(count(db, tables[t]), before[t]);
+
+  /* valid files: stored once by hash; a file equal to a preset has the preset's hash */
+  char *mf = tu_write(dir, "m.json", MODEL_OK, strlen(MODEL_OK));
+  char *cf = tu_write(dir, "c.json", CLUSTER_OK, strlen(CLUSTER_OK));
+  for (int rep = 0; rep < 2; rep++) {
+    char *ok[] = {bin, "check", "--model", mf, "--cluster", cf, "--db", db, NULL};
+    tu_exec(ok, &r);
+    CHECK_EQ(r.status, 0);
+    tu_run_free(&r);
+    CHECK_EQ(count(db, "models"), before[0] + 1);
+    CHECK_EQ(count(db, "clusters"), before[1] + 1);
+  }
+  const char *same = "{\"name\":\"dgx-h100\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8,"
+                     "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6,"
+                     "\"in_network_reduce\":true}," NET_FT ",\"_comment\":\"as the preset\"}";
+  char *sf = tu_write(dir, "same.json", same, strlen(same));
+  char *h1[] = {bin, "check", "--cluster", sf, "--json", NULL};
+  char *h2[] = {bin, "check", "--cluster", "dgx-h100", "--json", NULL};
+  tu_run r2;
+  tu_exec(h1, &r);
+  tu_exec(h2, &r2);
+  CHECK_EQ(r.status, 0);
+  CHECK_EQ(r2.status, 0);
+  CHECK_STREQ(r.out, r2.out);
+  tu_run_free(&r);
+  tu_run_free(&r2);
+
+  free(mf);
+  free(cf);
+  free(sf);
+  tu_rmtree(dir);
+  free(db);
+  free(dir);
+  return check_status();
+}

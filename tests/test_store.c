@@ -1,0 +1,342 @@
+/* The store on real SQLite files: create, reopen, migrate (the real schema and the
+ * migration runner on its own list), a reader while another process writes, a locked
+ * database, a writer killed mid-transaction, and rows stored once. */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../store/store_int.h"
+#include "check.h"
+#include "testutil.h"
+
+static long long q1(const char *db, const char *sql) {
+  sqlite3 *h;
+  long long n = -1;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return n;
+}
+
+static char *qtext(const char *db, const char *sql) {
+  sqlite3 *h;
+  char *out = NULL;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      out = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return out;
+}
+
+static store_measurement meas(const char *run, int seq) {
+  store_measurement m = {.run_key = run, .seq = seq, .kind = "coll", .name = "all_reduce",
+                         .device = "cpu", .bytes = 1 << 20, .ranks = 8, .time_s = 1e-3 + seq * 1e-6,
+                         .algbw_gbps = 1, .busbw_gbps = 1.75};
+  return m;
+}
+
+static void create_reopen(const char *dir) {
+  char *db = tu_path(dir, "a.db");
+  store *s = NULL;
+  pp_err err = {0};
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  int v = 0;
+  CHECK_EQ(store_schema_version(s, &v, &err), PP_OK);
+  CHECK_EQ(v, STORE_SCHEMA_VERSION);
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  CHECK_EQ(spec_model_load("gpt3-175b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-h100", 1024, &c, &err), PP_OK);
+  CHECK_EQ(spec_plan_parse("tp=8,pp=16,gbs=1536", &p, &err), PP_OK);
+  CHECK_EQ(spec_plan_resolve(&p, &m, &c, &err), PP_OK);
+  int64_t mid = 0, cid = 0, pid = 0, mid2 = 0, pid2 = 0;
+  CHECK_EQ(store_put_model(s, &m, &mid, &err), PP_OK);
+  CHECK_EQ(store_put_cluster(s, &c, &cid, &err), PP_OK);
+  CHECK_EQ(store_put_plan(s, &p, &pid, &err), PP_OK);
+  CHECK(mid > 0 && cid > 0 && pid > 0);
+  store_close(s);
+
+  char *mode = qtext(db, "PRAGMA journal_mode");
+  CHECK_STREQ(mode, "wal");
+  free(mode);
+  const char *tables[] = {"models", "clusters", "plans", "search_runs", "scores",
+                          "measurements", "calibrations", "schema_version"};
+  for (int i = 0; i < 8; i++) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE name = '%s'", tables[i]);
+    CHECK_EQ(q1(db, sql), 1);
+  }
+
+  /* reopen: same rows, same ids, nothing duplicated */
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  CHECK_EQ(store_put_model(s, &m, &mid2, &err), PP_OK);
+  CHECK_EQ(store_put_plan(s, &p, &pid2, &err), PP_OK);
+  CHECK_EQ(mid2, mid);
+  CHECK_EQ(pid2, pid);
+  int64_t n = 0;
+  CHECK_EQ(store_count(s, "models", &n, &err), PP_OK);
+  CHECK_EQ(n, 1);
+  CHECK_EQ(store_count(s, "bogus", &n, &err), PP_INPUT);
+
+  /* a plan read back is the plan written */
+  spec_plan back;
+  CHECK_EQ(store_get_plan(s, pid, &back, &err), PP_OK);
+  char *j1 = spec_plan_json(&p), *j2 = spec_plan_json(&back);
+  CHECK_STREQ(j1, j2);
+  free(j1);
+  free(j2);
+  spec_plan_clear(&back);
+  CHECK_EQ(store_get_plan(s, 9999, &back, &err), PP_NOTFOUND);
+
+  /* scores: one row per (plan, model, cluster, source, calibration, run); a rerun replaces */
+  store_score sc = {.plan_id = pid, .model_id = mid, .cluster_id = cid,
+                    .source = STORE_SRC_COSTMODEL, .iter_time_s = 10, .feasible = 1,
+                    .breakdown_json = "{\"compute\":8}"};
+  int64_t sid1 = 0, sid2 = 0;
+  CHECK_EQ(store_put_score(s, &sc, &sid1, &err), PP_OK);
+  sc.iter_time_s = 11;
+  CHECK_EQ(store_put_score(s, &sc, &sid2, &err), PP_OK);
+  CHECK_EQ(sid1, sid2);
+  sc.source = STORE_SRC_SIM;
+  CHECK_EQ(store_put_score(s, &sc, &sid2, &err), PP_OK);
+  CHECK(sid2 != sid1);
+  CHECK_EQ(store_count(s, "scores", &n, &err), PP_OK);
+  CHECK_EQ(n, 2);
+
+  /* a rolled-back transaction leaves nothing */
+  spec_model m2;
+  CHECK_EQ(spec_model_load("llama3-8b", &m2, &err), PP_OK);
+  CHECK_EQ(store_begin(s, &err), PP_OK);
+  CHECK_EQ(store_put_model(s, &m2, &mid2, &err), PP_OK);
+  store_rollback(s);
+  CHECK_EQ(store_count(s, "models", &n, &err), PP_OK);
+  CHECK_EQ(n, 1);
+  store_close(s);
+  CHECK_NEAR(q1(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"), 11, 0);
+
+  /* a foreign key to a missing row is refused */
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  sc.plan_id = 12345;
+  CHECK_EQ(store_put_score(s, &sc, NULL, &err), PP_DB);
+  CHECK_CONTAINS(err.msg, "FOREIGN KEY");
+  store_close(s);
+  spec_plan_clear(&p);
+  free(db);
+}
+
+static int mig_count(sqlite3 *h, const char *table) {
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE name = '%s'", table);
+  sqlite3_stmt *st;
+  int n = -1;
+  if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return n;
+}
+
+static void migrations(const char *dir) {
+  /* the runner on its own list: 0 -> 3 in steps, idempotent, refuses newer files, and a
+   * failing step leaves the file at the last good version */
+  char *db = tu_path(dir, "m.db");
+  sqlite3 *h;
+  pp_err err = {0};
+  CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
+  const char *const migs[] = {
+      "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (0);"
+      "CREATE TABLE t1 (x);",
+      "CREATE TABLE t2 (y); INSERT INTO t1 VALUES (1);",
+      "ALTER TABLE t2 ADD COLUMN z; CREATE TABLE t3 (w);",
+      "CREATE TABLE t4 (v); THIS IS NOT SQL;",
+  };
+  int v = -1;
+  CHECK_EQ(store__migrate(h, db, migs, 2, &err), PP_OK);
+  CHECK_EQ(store__version(h, db, &v, &err), PP_OK);
+  CHECK_EQ(v, 2);
+  CHECK_EQ(mig_count(h, "t3"), 0);
+  CHECK_EQ(store__migrate(h, db, migs, 3, &err), PP_OK);
+  CHECK_EQ(store__version(h, db, &v, &err), PP_OK);
+  CHECK_EQ(v, 3);
+  CHECK_EQ(mig_count(h, "t3"), 1);
+  CHECK_EQ(store__migrate(h, db, migs, 3, &err), PP_OK); /* nothing to do */
+  CHECK_EQ(store__migrate(h, db, migs, 4, &err), PP_DB);
+  CHECK_CONTAINS(err.msg, "migration to schema version 4");
+  CHECK_EQ(store__version(h, db, &v, &err), PP_OK);
+  CHECK_EQ(v, 3);
+  CHECK_EQ(mig_count(h, "t4"), 0); /* the failed step left nothing behind */
+  CHECK_EQ(store__migrate(h, db, migs, 2, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "schema version 3 is newer than this podplan's (2)");
+  sqlite3_close(h);
+  free(db);
+
+  /* the real store refuses a file from a newer podplan, and foreign or broken files */
+  char *newer = tu_path(dir, "newer.db");
+  store *s = NULL;
+  CHECK_EQ(store_open(newer, NULL, &s, &err), PP_OK);
+  store_close(s);
+  CHECK_EQ(sqlite3_open(newer, &h), SQLITE_OK);
+  sqlite3_exec(h, "UPDATE schema_version SET version = 99", NULL, NULL, NULL);
+  sqlite3_close(h);
+  CHECK_EQ(store_open(newer, NULL, &s, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "schema version 99 is newer than this podplan's (1)");
+  CHECK(s == NULL);
+
+  char *foreign = tu_path(dir, "foreign.db");
+  CHECK_EQ(sqlite3_open(foreign, &h), SQLITE_OK);
+  sqlite3_exec(h, "CREATE TABLE other (a)", NULL, NULL, NULL);
+  sqlite3_close(h);
+  CHECK_EQ(store_open(foreign, NULL, &s, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "not a podplan database");
+
+  const char *text = "this is not a database, just text, longer than SQLite's 100-byte header so "
+                     "that SQLite reads it and finds no magic string\n";
+  char *junk = tu_write(dir, "junk.db", text, strlen(text));
+  CHECK_EQ(store_open(junk, NULL, &s, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "junk.db: not an SQLite database");
+
+  store_opts ro = {.readonly = 1};
+  char *missing = tu_path(dir, "missing.db");
+  CHECK_EQ(store_open(missing, &ro, &s, &err), PP_IO);
+  CHECK_CONTAINS(err.msg, "missing.db");
+  CHECK(access(missing, F_OK) != 0);
+  free(newer);
+  free(foreign);
+  free(junk);
+  free(missing);
+}
+
+/* One process writes a long transaction; another reads the last committed state meanwhile,
+ * cannot write (a clear "locked" error after its timeout), and sees everything once the
+ * writer commits. */
+static void concurrent(const char *dir) {
+  char *db = tu_path(dir, "c.db");
+  store *s = NULL;
+  pp_err err = {0};
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  store_measurement m0 = meas("before", 0);
+  CHECK_EQ(store_put_measurements(s, &m0, 1, NULL, &err), PP_OK);
+  store_close(s);
+
+  int up[2], down[2];
+  CHECK_EQ(pipe(up), 0);
+  CHECK_EQ(pipe(down), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    store *w = NULL;
+    pp_err e = {0};
+    if (store_open(db, NULL, &w, &e) || store_begin(w, &e)) _exit(3);
+    store_measurement *rows = malloc(1000 * sizeof *rows);
+    for (int i = 0; i < 1000; i++) rows[i] = meas("writer", i);
+    if (store_put_measurements(w, rows, 1000, NULL, &e)) _exit(4);
+    char ch = 'w';
+    if (write(up[1], &ch, 1) != 1 || read(down[0], &ch, 1) != 1) _exit(5);
+    if (store_commit(w, &e)) _exit(6);
+    store_close(w);
+    free(rows);
+    _exit(0);
+  }
+  char ch;
+  CHECK_EQ(read(up[0], &ch, 1), 1);
+  /* the writer holds an open transaction with 1000 rows */
+  store_opts quick = {.busy_timeout_ms = 200};
+  CHECK_EQ(store_open(db, &quick, &s, &err), PP_OK);
+  int64_t n = -1;
+  CHECK_EQ(store_count(s, "measurements", &n, &err), PP_OK);
+  CHECK_EQ(n, 1); /* the reader is not blocked and sees the committed state */
+  store_measurement m1 = meas("reader", 0);
+  CHECK_EQ(store_put_measurements(s, &m1, 1, NULL, &err), PP_BUSY);
+  CHECK_CONTAINS(err.msg, "database is locked by another writer");
+  CHECK_CONTAINS(err.msg, "c.db");
+  CHECK_EQ(pp_exit_status(err.code), 1);
+  ch = 'c';
+  CHECK_EQ(write(down[1], &ch, 1), 1);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK_EQ(store_count(s, "measurements", &n, &err), PP_OK);
+  CHECK_EQ(n, 1001);
+  CHECK_EQ(store_put_measurements(s, &m1, 1, NULL, &err), PP_OK);
+  store_close(s);
+  close(up[0]);
+  close(up[1]);
+  close(down[0]);
+  close(down[1]);
+  free(db);
+}
+
+/* A writer killed in the middle of a transaction leaves the file consistent, with none of
+ * its rows; the rerun writes them all once, and a second rerun adds nothing. */
+static void killed(const char *dir) {
+  char *db = tu_path(dir, "k.db");
+  store *s = NULL;
+  pp_err err = {0};
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  store_measurement m0 = meas("before", 0);
+  CHECK_EQ(store_put_measurements(s, &m0, 1, NULL, &err), PP_OK);
+  store_close(s);
+
+  enum { ROWS = 20000 };
+  store_measurement *rows = malloc(ROWS * sizeof *rows);
+  for (int i = 0; i < ROWS; i++) rows[i] = meas("big-run", i);
+  int up[2];
+  CHECK_EQ(pipe(up), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    store *w = NULL;
+    pp_err e = {0};
+    if (store_open(db, NULL, &w, &e) || store_begin(w, &e)) _exit(3);
+    if (store_put_measurements(w, rows, ROWS / 2, NULL, &e)) _exit(4);
+    char ch = 'w';
+    if (write(up[1], &ch, 1) != 1) _exit(5);
+    for (;;) { /* keep writing inside the open transaction until killed */
+      if (store_put_measurements(w, rows + ROWS / 2, ROWS / 2, NULL, &e)) _exit(6);
+    }
+  }
+  char ch;
+  CHECK_EQ(read(up[0], &ch, 1), 1);
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  close(up[0]);
+  close(up[1]);
+
+  char *ok = qtext(db, "PRAGMA integrity_check");
+  CHECK_STREQ(ok, "ok");
+  free(ok);
+  CHECK_EQ(q1(db, "SELECT count(*) FROM measurements"), 1);
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  size_t added = 0;
+  CHECK_EQ(store_put_measurements(s, rows, ROWS, &added, &err), PP_OK);
+  CHECK_EQ(added, ROWS);
+  CHECK_EQ(store_put_measurements(s, rows, ROWS, &added, &err), PP_OK);
+  CHECK_EQ(added, 0);
+  store_close(s);
+  CHECK_EQ(q1(db, "SELECT count(*) FROM measurements"), ROWS + 1);
+  ok = qtext(db, "PRAGMA integrity_check");
+  CHECK_STREQ(ok, "ok");
+  free(ok);
+  free(rows);
+  free(db);
+}
+
+int main(void) {
+  char *dir = tu_tmpdir("store");
+  CHECK(dir != NULL);
+  create_reopen(dir);
+  migrations(dir);
+  concurrent(dir);
+  killed(dir);
+  tu_rmtree(dir);
+  free(dir);
+  return check_status();
+}

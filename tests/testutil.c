@@ -1,0 +1,128 @@
+/* Helpers for tests that drive the real podplan binary and real files. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+char *tu_read(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  size_t k;
+  while (buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += k;
+    if (cap - n - 1 == 0) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+      } else {
+        buf = nb;
+      }
+    }
+  }
+  fclose(f);
+  if (buf) buf[n] = '\0';
+  if (len) *len = n;
+  return buf;
+}
+
+int tu_exec(char *const argv[], tu_run *r) {
+  char outp[] = "/tmp/podplan-test-outXXXXXX", errp[] = "/tmp/podplan-test-errXXXXXX";
+  int fo = mkstemp(outp), fe = mkstemp(errp);
+  memset(r, 0, sizeof *r);
+  if (fo < 0 || fe < 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fo, 1);
+  posix_spawn_file_actions_adddup2(&fa, fe, 2);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc == 0) {
+    int st;
+    waitpid(pid, &st, 0);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  } else {
+    r->status = -1;
+  }
+  close(fo);
+  close(fe);
+  r->out = tu_read(outp, NULL);
+  r->err = tu_read(errp, NULL);
+  unlink(outp);
+  unlink(errp);
+  return rc == 0 ? 0 : -1;
+}
+
+void tu_run_free(tu_run *r) {
+  free(r->out);
+  free(r->err);
+  r->out = r->err = NULL;
+}
+
+char *tu_tmpdir(const char *tag) {
+  const char *base = getenv("TMPDIR");
+  char *p = malloc(4096);
+  snprintf(p, 4096, "%s/podplan-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+  if (!mkdtemp(p)) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void tu_rmtree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char *p = tu_path(dir, e->d_name);
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+      tu_rmtree(p);
+    else
+      unlink(p);
+    free(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+char *tu_path(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+char *tu_write(const char *dir, const char *name, const void *data, size_t len) {
+  char *p = tu_path(dir, name);
+  FILE *f = fopen(p, "wb");
+  if (!f) {
+    free(p);
+    return NULL;
+  }
+  fwrite(data, 1, len, f);
+  fclose(f);
+  return p;
+}
+
+int tu_lines(const char *s) {
+  int n = 0;
+  if (!s || !*s) return 0;
+  for (; *s; s++) n += *s == '\n';
+  return s[-1] == '\n' ? n : n + 1;
+}

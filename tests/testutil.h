@@ -1,0 +1,29 @@
+/* Helpers for tests that drive the real podplan binary and real files. */
+#ifndef PODPLAN_TESTUTIL_H
+#define PODPLAN_TESTUTIL_H
+
+#include <stddef.h>
+
+/* The result of running a program: its exit status (or 128 + signal) and its output. */
+typedef struct tu_run {
+  int status;
+  char *out; /* stdout, NUL-terminated, malloc'd */
+  char *err; /* stderr, NUL-terminated, malloc'd */
+} tu_run;
+
+/* Runs argv (argv[0] a path, NULL-terminated) with stdin from /dev/null; fills r. */
+int tu_exec(char *const argv[], tu_run *r);
+void tu_run_free(tu_run *r);
+/* A fresh empty directory under $TMPDIR (or /tmp), removed by tu_rmtree. */
+char *tu_tmpdir(const char *tag);
+void tu_rmtree(const char *dir);
+/* Writes len bytes to dir/name; returns the malloc'd path. */
+char *tu_write(const char *dir, const char *name, const void *data, size_t len);
+/* Joins dir and name into a malloc'd path. */
+char *tu_path(const char *dir, const char *name);
+/* Counts lines in s (a last line without '\n' counts). */
+int tu_lines(const char *s);
+/* Reads a whole file, NUL-terminated; NULL when it cannot. */
+char *tu_read(const char *path, size_t *len);
+
+#endif
