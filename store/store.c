@@ -20,11 +20,11 @@ int store__fail(sqlite3 *db, const char *path, const char *what, int rc, pp_err 
   return pp_err_set(err, PP_DB, "%s: %s: %s", path, what, msg);
 }
 
-int store__exec(sqlite3 *db, const char *path, const char *sql, pp_err *err) {
+int store__exec(sqlite3 *db, const char *path, const char *sql, const char *what, pp_err *err) {
   char *emsg = NULL;
   int rc = sqlite3_exec(db, sql, NULL, NULL, &emsg);
   sqlite3_free(emsg);
-  if (rc != SQLITE_OK) return store__fail(db, path, "exec", rc, err);
+  if (rc != SQLITE_OK) return store__fail(db, path, what, rc, err);
   return PP_OK;
 }
 
@@ -65,20 +65,21 @@ int store__migrate(sqlite3 *db, const char *path, const char *const *migs, int n
                       "%s: schema version %d is newer than this podplan's (%d); use a newer podplan",
                       path, v, n);
   while (v < n) {
-    if (store__exec(db, path, "BEGIN IMMEDIATE", err)) return err->code;
+    if (store__exec(db, path, "BEGIN IMMEDIATE", "migrating the schema", err)) return err->code;
     /* another process may have migrated while we waited for the lock */
     if (store__version(db, path, &v, err)) goto fail;
     if (v >= n) {
-      store__exec(db, path, "COMMIT", err);
+      store__exec(db, path, "COMMIT", "migrating the schema", err);
       break;
     }
-    if (store__exec(db, path, migs[v], err)) {
+    if (store__exec(db, path, migs[v], "migrating the schema", err)) {
       pp_err_prefix(err, "migration to schema version %d", v + 1);
       goto fail;
     }
     char sql[96];
     snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %d", v + 1);
-    if (store__exec(db, path, sql, err) || store__exec(db, path, "COMMIT", err)) goto fail;
+    if (store__exec(db, path, sql, "migrating the schema", err) ||
+        store__exec(db, path, "COMMIT", "migrating the schema", err)) goto fail;
     v++;
   }
   return PP_OK;
@@ -105,9 +106,10 @@ int store_open(const char *path, const store_opts *opts, store **out, pp_err *er
   }
   sqlite3_extended_result_codes(s->db, 1);
   sqlite3_busy_timeout(s->db, o.busy_timeout_ms);
-  if (store__exec(s->db, path, "PRAGMA foreign_keys = ON", err)) goto fail;
+  if (store__exec(s->db, path, "PRAGMA foreign_keys = ON", "opening", err)) goto fail;
   if (!o.readonly) {
-    if (store__exec(s->db, path, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", err))
+    if (store__exec(s->db, path, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL",
+                    "opening", err))
       goto fail;
     if (store__migrate(s->db, path, store__migrations, store__nmigrations, err)) goto fail;
   } else {
@@ -142,14 +144,14 @@ int store_schema_version(store *s, int *version, pp_err *err) {
 
 int store_begin(store *s, pp_err *err) {
   if (s->in_tx) return pp_err_set(err, PP_INTERNAL, "%s: transaction already open", s->path);
-  if (store__exec(s->db, s->path, "BEGIN IMMEDIATE", err)) return err->code;
+  if (store__exec(s->db, s->path, "BEGIN IMMEDIATE", "starting a write", err)) return err->code;
   s->in_tx = 1;
   return PP_OK;
 }
 
 int store_commit(store *s, pp_err *err) {
   if (!s->in_tx) return pp_err_set(err, PP_INTERNAL, "%s: no transaction to commit", s->path);
-  if (store__exec(s->db, s->path, "COMMIT", err)) {
+  if (store__exec(s->db, s->path, "COMMIT", "committing", err)) {
     store_rollback(s);
     return err->code;
   }

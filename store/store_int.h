@@ -25,6 +25,6 @@ int store__migrate(sqlite3 *db, const char *path, const char *const *migs, int n
 int store__version(sqlite3 *db, const char *path, int *version, pp_err *err);
 /* Converts an SQLite failure into a pp_err naming the file and what was being done. */
 int store__fail(sqlite3 *db, const char *path, const char *what, int rc, pp_err *err);
-int store__exec(sqlite3 *db, const char *path, const char *sql, pp_err *err);
+int store__exec(sqlite3 *db, const char *path, const char *sql, const char *what, pp_err *err);
 
 #endif

@@ -253,6 +253,21 @@ int main(int argc, char **argv) {
   tu_run_free(&r);
   tu_run_free(&r2);
 
+  /* a database another process is writing: one line, exit 1 after the wait, nothing written */
+  sqlite3 *lock;
+  CHECK_EQ(sqlite3_open(db, &lock), SQLITE_OK);
+  CHECK_EQ(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+  long long models = count(db, "models");
+  char *locked[] = {bin, "check", "--model", "llama3-8b", "--db", db, NULL};
+  tu_exec(locked, &r);
+  CHECK_EQ(r.status, 1);
+  CHECK_CONTAINS(r.err, "t.db: starting a write: database is locked by another writer");
+  CHECK_EQ(tu_lines(r.err), 1);
+  tu_run_free(&r);
+  sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(lock);
+  CHECK_EQ(count(db, "models"), models);
+
   free(mf);
   free(cf);
   free(sf);
