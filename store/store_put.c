@@ -31,25 +31,32 @@ static void bind_id(sqlite3_stmt *st, int i, int64_t id) {
     sqlite3_bind_null(st, i);
 }
 
-/* Inserts (hash, ...) unless the hash is there, then returns the row's id. The canonical JSON
- * of an existing row must be the same text: a different one is a hash collision. */
-static int put_by_hash(store *s, const char *table, const char *insert_sql, const char *hash,
-                       const char *json, void (*bind_rest)(sqlite3_stmt *, const void *),
-                       const void *arg, int64_t *id, pp_err *err) {
+/* Inserts (hash, json, ...) unless the hash is there, then returns the row's id. `json` is
+ * the canonical JSON (malloc'd, taken over and freed here; NULL means allocation failed). An
+ * existing row must hold the same text: a different one is a hash collision. */
+static int put_by_hash(store *s, const char *table, const char *insert_sql, char *json,
+                       void (*bind_rest)(sqlite3_stmt *, const void *), const void *arg,
+                       int64_t *id, pp_err *err) {
+  if (!json) return pp_err_set(err, PP_NOMEM, "%s: out of memory", s->path);
+  char hash[SPEC_HASH_LEN], sql[96];
+  spec_hash(json, hash);
   sqlite3_stmt *st = NULL;
-  if (prepare(s, insert_sql, &st, err)) return err->code;
+  int ret = PP_OK, rc;
+  if ((ret = prepare(s, insert_sql, &st, err))) goto done;
   sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, json, -1, SQLITE_STATIC);
   bind_rest(st, arg);
-  int rc = sqlite3_step(st);
+  rc = sqlite3_step(st);
   sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return store__fail(s->db, s->path, table, rc, err);
-  char sql[96];
+  st = NULL;
+  if (rc != SQLITE_DONE) {
+    ret = store__fail(s->db, s->path, table, rc, err);
+    goto done;
+  }
   snprintf(sql, sizeof sql, "SELECT id, json FROM %s WHERE hash = ?", table);
-  if (prepare(s, sql, &st, err)) return err->code;
+  if ((ret = prepare(s, sql, &st, err))) goto done;
   sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
-  int ret = PP_OK;
   if (rc != SQLITE_ROW)
     ret = store__fail(s->db, s->path, table, rc, err);
   else if (strcmp((const char *)sqlite3_column_text(st, 1), json) != 0)
@@ -57,7 +64,9 @@ static int put_by_hash(store *s, const char *table, const char *insert_sql, cons
                      hash);
   else
     *id = sqlite3_column_int64(st, 0);
+done:
   sqlite3_finalize(st);
+  free(json);
   return ret;
 }
 
@@ -68,15 +77,10 @@ static void bind_model(sqlite3_stmt *st, const void *arg) {
 }
 
 int store_put_model(store *s, const spec_model *m, int64_t *id, pp_err *err) {
-  char *json = spec_model_json(m), hash[SPEC_HASH_LEN];
-  if (!json) return pp_err_set(err, PP_NOMEM, "%s: out of memory", s->path);
-  spec_hash(json, hash);
-  int rc = put_by_hash(s, "models",
-                       "INSERT INTO models (hash, json, name, params) VALUES (?, ?, ?, ?) "
-                       "ON CONFLICT (hash) DO NOTHING",
-                       hash, json, bind_model, m, id, err);
-  free(json);
-  return rc;
+  return put_by_hash(s, "models",
+                     "INSERT INTO models (hash, json, name, params) VALUES (?, ?, ?, ?) "
+                     "ON CONFLICT (hash) DO NOTHING",
+                     spec_model_json(m), bind_model, m, id, err);
 }
 
 static void bind_cluster(sqlite3_stmt *st, const void *arg) {
@@ -87,15 +91,10 @@ static void bind_cluster(sqlite3_stmt *st, const void *arg) {
 }
 
 int store_put_cluster(store *s, const spec_cluster *c, int64_t *id, pp_err *err) {
-  char *json = spec_cluster_json(c), hash[SPEC_HASH_LEN];
-  if (!json) return pp_err_set(err, PP_NOMEM, "%s: out of memory", s->path);
-  spec_hash(json, hash);
-  int rc = put_by_hash(s, "clusters",
-                       "INSERT INTO clusters (hash, json, name, gpus, gpu) VALUES (?, ?, ?, ?, ?) "
-                       "ON CONFLICT (hash) DO NOTHING",
-                       hash, json, bind_cluster, c, id, err);
-  free(json);
-  return rc;
+  return put_by_hash(s, "clusters",
+                     "INSERT INTO clusters (hash, json, name, gpus, gpu) VALUES (?, ?, ?, ?, ?) "
+                     "ON CONFLICT (hash) DO NOTHING",
+                     spec_cluster_json(c), bind_cluster, c, id, err);
 }
 
 static void bind_plan(sqlite3_stmt *st, const void *arg) {
@@ -107,17 +106,12 @@ static void bind_plan(sqlite3_stmt *st, const void *arg) {
 int store_put_plan(store *s, const spec_plan *p, int64_t *id, pp_err *err) {
   if (!p->nstages && p->dp < 1)
     return pp_err_set(err, PP_INTERNAL, "%s: plans: an unresolved plan cannot be stored", s->path);
-  char text[SPEC_PLAN_STR_MAX], hash[SPEC_HASH_LEN];
+  char text[SPEC_PLAN_STR_MAX];
   if (!p->nstages && spec_plan_format(p, text, sizeof text, err)) return err->code;
-  char *json = spec_plan_json(p);
-  if (!json) return pp_err_set(err, PP_NOMEM, "%s: out of memory", s->path);
-  spec_hash(json, hash);
-  int rc = put_by_hash(s, "plans",
-                       "INSERT INTO plans (hash, json, text, uniform) VALUES (?, ?, ?, ?) "
-                       "ON CONFLICT (hash) DO NOTHING",
-                       hash, json, bind_plan, p->nstages ? NULL : text, id, err);
-  free(json);
-  return rc;
+  return put_by_hash(s, "plans",
+                     "INSERT INTO plans (hash, json, text, uniform) VALUES (?, ?, ?, ?) "
+                     "ON CONFLICT (hash) DO NOTHING",
+                     spec_plan_json(p), bind_plan, p->nstages ? NULL : text, id, err);
 }
 
 int store_get_plan(store *s, int64_t id, spec_plan *out, pp_err *err) {

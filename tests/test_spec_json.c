@@ -112,18 +112,9 @@ static const bad_case cases[] = {
 #define NCASES (sizeof cases / sizeof cases[0])
 
 static long long count(const char *db, const char *table) {
-  sqlite3 *h;
-  long long n = -1;
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    char sql[64];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-      n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(h);
-  return n;
+  char sql[64];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+  return tu_sql_int(db, sql);
 }
 
 static char *generate(int gen, size_t *len) {

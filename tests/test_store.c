@@ -10,32 +10,6 @@
 #include "check.h"
 #include "testutil.h"
 
-static long long q1(const char *db, const char *sql) {
-  sqlite3 *h;
-  long long n = -1;
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-      n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(h);
-  return n;
-}
-
-static char *qtext(const char *db, const char *sql) {
-  sqlite3 *h;
-  char *out = NULL;
-  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-      out = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(h);
-  return out;
-}
-
 static store_measurement meas(const char *run, int seq) {
   store_measurement m = {.run_key = run, .seq = seq, .kind = "coll", .name = "all_reduce",
                          .device = "cpu", .bytes = 1 << 20, .ranks = 8, .time_s = 1e-3 + seq * 1e-6,
@@ -65,7 +39,7 @@ static void create_reopen(const char *dir) {
   CHECK(mid > 0 && cid > 0 && pid > 0);
   store_close(s);
 
-  char *mode = qtext(db, "PRAGMA journal_mode");
+  char *mode = tu_sql_text(db, "PRAGMA journal_mode");
   CHECK_STREQ(mode, "wal");
   free(mode);
   const char *tables[] = {"models", "clusters", "plans", "search_runs", "scores",
@@ -73,7 +47,7 @@ static void create_reopen(const char *dir) {
   for (int i = 0; i < 8; i++) {
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE name = '%s'", tables[i]);
-    CHECK_EQ(q1(db, sql), 1);
+    CHECK_EQ(tu_sql_int(db, sql), 1);
   }
 
   /* reopen: same rows, same ids, nothing duplicated */
@@ -121,7 +95,7 @@ static void create_reopen(const char *dir) {
   CHECK_EQ(store_count(s, "models", &n, &err), PP_OK);
   CHECK_EQ(n, 1);
   store_close(s);
-  CHECK_NEAR(q1(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"), 11, 0);
+  CHECK_NEAR(tu_sql_int(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"), 11, 0);
 
   /* a foreign key to a missing row is refused */
   CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
@@ -310,10 +284,10 @@ static void killed(const char *dir) {
   close(up[0]);
   close(up[1]);
 
-  char *ok = qtext(db, "PRAGMA integrity_check");
+  char *ok = tu_sql_text(db, "PRAGMA integrity_check");
   CHECK_STREQ(ok, "ok");
   free(ok);
-  CHECK_EQ(q1(db, "SELECT count(*) FROM measurements"), 1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements"), 1);
   CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
   size_t added = 0;
   CHECK_EQ(store_put_measurements(s, rows, ROWS, &added, &err), PP_OK);
@@ -321,8 +295,8 @@ static void killed(const char *dir) {
   CHECK_EQ(store_put_measurements(s, rows, ROWS, &added, &err), PP_OK);
   CHECK_EQ(added, 0);
   store_close(s);
-  CHECK_EQ(q1(db, "SELECT count(*) FROM measurements"), ROWS + 1);
-  ok = qtext(db, "PRAGMA integrity_check");
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements"), ROWS + 1);
+  ok = tu_sql_text(db, "PRAGMA integrity_check");
   CHECK_STREQ(ok, "ok");
   free(ok);
   free(rows);

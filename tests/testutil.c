@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -125,4 +126,25 @@ int tu_lines(const char *s) {
   if (!s || !*s) return 0;
   for (; *s; s++) n += *s == '\n';
   return s[-1] == '\n' ? n : n + 1;
+}
+
+long long tu_sql_int(const char *db, const char *sql) {
+  char *t = tu_sql_text(db, sql);
+  long long n = t ? atoll(t) : -1;
+  free(t);
+  return n;
+}
+
+char *tu_sql_text(const char *db, const char *sql) {
+  sqlite3 *h = NULL;
+  char *out = NULL;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_text(st, 0))
+      out = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return out;
 }

@@ -26,4 +26,9 @@ int tu_lines(const char *s);
 /* Reads a whole file, NUL-terminated; NULL when it cannot. */
 char *tu_read(const char *path, size_t *len);
 
+/* The first column of the first row of `sql` on the SQLite file `db` (opened read-only), as
+ * an integer (-1 when it fails) or as malloc'd text (NULL when it fails). */
+long long tu_sql_int(const char *db, const char *sql);
+char *tu_sql_text(const char *db, const char *sql);
+
 #endif
