@@ -163,10 +163,15 @@ static int check_one(const check_args *a) {
     if (mj)
       printf("model    %-12s %.2fB params (%.2fB active)  hash %s\n  %s\n", m.name,
              spec_model_params(&m) / 1e9, spec_model_active_params(&m) / 1e9, mh, mj);
-    if (cj)
-      printf("cluster  %-12s %d GPUs: %d node(s) of %d, %d NVLink domain(s) of %d  hash %s\n  %s\n",
-             c.name, c.gpus, spec_cluster_nodes(&c), c.gpus_per_node, spec_cluster_domains(&c),
-             c.nvlink.domain_gpus, ch, cj);
+    if (cj) {
+      char dom[64] = "no NVLink";
+      if (c.nvlink.domain_gpus > 1)
+        snprintf(dom, sizeof dom, "%d NVLink domain(s) of %d", spec_cluster_domains(&c),
+                 c.nvlink.domain_gpus);
+      printf("cluster  %-12s %d GPUs: %d node(s) of %d, %s, network %s  hash %s\n  %s\n", c.name,
+             c.gpus, spec_cluster_nodes(&c), c.gpus_per_node, dom,
+             spec_net_kind_name(c.network.kind), ch, cj);
+    }
     if (pj) {
       if (!p.nstages)
         printf("plan     %s  hash %s\n  %d microbatches per iteration; layers per stage: %s\n  %s\n",

@@ -55,7 +55,7 @@ static void print_text(int sources) {
          "HBM TB/s");
   for (size_t i = 0; i < spec_gpu_preset_count(); i++) {
     const spec_gpu *g = spec_gpu_preset(i);
-    printf("%-10s %10.1f %10.1f %8.0f %9.3g\n", g->name, g->bf16_tflops, g->fp8_tflops,
+    printf("%-10s %10.1f %10.1f %8.0f %9.4g\n", g->name, g->bf16_tflops, g->fp8_tflops,
            g->hbm_gib, g->hbm_tbps);
     if (sources) printf("    source: %s\n", spec_gpu_preset_source(i));
   }
