@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "podplan/err.h"
+#include "podplan/spec.h"
 
 /* A subcommand: argv[0] is its name; returns the exit status. */
 typedef int (*cli_fn)(int argc, char **argv);
@@ -38,6 +39,11 @@ int cli_int(const char *cmd, const char *opt, const char *val, long lo, long hi,
  * after printing an error (the caller returns 2). Resets getopt's state on first use. */
 int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
                const struct option *longs, int *first);
+/* Loads --model, --cluster (sized by gpus when > 0) and --plan, and resolves the plan
+ * against them; prints the error and returns its exit status, or 0. On success *plan is
+ * owned by the caller (spec_plan_clear). */
+int cli_load_specs(const char *cmd, const char *model, const char *cluster, int gpus,
+                   const char *plan, spec_model *m, spec_cluster *c, spec_plan *p);
 /* For subcommands a later issue implements: -h prints usage and exits 0, anything else
  * says "not implemented yet" and exits 2. */
 int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);

@@ -60,3 +60,19 @@ int cli_not_implemented(const char *cmd, const char *usage, int argc, char **arg
   fprintf(stderr, "podplan %s: not implemented yet\n", cmd);
   return 2;
 }
+
+int cli_load_specs(const char *cmd, const char *model, const char *cluster, int gpus,
+                   const char *plan, spec_model *m, spec_cluster *c, spec_plan *p) {
+  pp_err err = {0};
+  memset(p, 0, sizeof *p);
+  if (!model || !cluster || !plan)
+    return cli_usage_error(cmd, "--model, --cluster and --plan are required");
+  if (spec_model_load(model, m, &err) || spec_cluster_load(cluster, gpus, c, &err) ||
+      spec_pair_validate(m, c, &err) || spec_plan_parse(plan, p, &err))
+    return cli_fail(cmd, &err);
+  if (spec_plan_resolve(p, m, c, &err)) {
+    spec_plan_clear(p);
+    return cli_fail(cmd, &err);
+  }
+  return 0;
+}

@@ -51,12 +51,12 @@ static void print_text(int sources) {
            heads, ffn, m->seq_len, m->vocab, ex);
     if (sources) printf("    source: %s\n", spec_model_preset_source(i));
   }
-  printf("\nGPUS\n%-10s %10s %10s %8s %9s\n", "name", "bf16 TF/s", "fp8 TF/s", "HBM GiB",
-         "HBM TB/s");
+  printf("\nGPUS\n%-10s %10s %10s %8s %9s %5s\n", "name", "bf16 TF/s", "fp8 TF/s", "HBM GiB",
+         "HBM TB/s", "SMs");
   for (size_t i = 0; i < spec_gpu_preset_count(); i++) {
     const spec_gpu *g = spec_gpu_preset(i);
-    printf("%-10s %10.1f %10.1f %8.0f %9.4g\n", g->name, g->bf16_tflops, g->fp8_tflops,
-           g->hbm_gib, g->hbm_tbps);
+    printf("%-10s %10.1f %10.1f %8.0f %9.4g %5d\n", g->name, g->bf16_tflops, g->fp8_tflops,
+           g->hbm_gib, g->hbm_tbps, g->sms);
     if (sources) printf("    source: %s\n", spec_gpu_preset_source(i));
   }
   printf("\nCLUSTERS (default size; --gpus N resizes)\n%-13s %-9s %5s %5s %7s %8s %5s %4s  %s\n",

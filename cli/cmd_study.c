@@ -1,16 +1,56 @@
-/* podplan study: run a study. Arrives with studies; until then -h works and
- * anything else says "not implemented yet" (exit 2). */
+/* podplan study: pillar, validate, capacity. validate is the cost model against published
+ * training runs; pillar and capacity arrive with the search issues. */
+#include <string.h>
+
 #include "cli.h"
+#include "podplan/study.h"
 
 static const char usage[] =
-    "usage: podplan study pillar|validate|capacity [--db F] [--out DIR]\n"
+    "usage: podplan study pillar|validate|capacity [--db F] [--out DIR] [--data F]\n"
     "\n"
+    "  validate   the cost model against published training runs (SC'21, Korthikanti et al.,\n"
+    "             MT-NLG; NeMo, MPT and SC'21 Table 2 kept aside): per-row predicted vs\n"
+    "             published iteration time, MAPE per source, per set and overall\n"
     "  pillar     where Alpa's two-level search still finds the best plan, fabric by fabric\n"
-    "  validate   the cost model against published training runs (MAPE per source)\n"
-    "  capacity   cluster sizing for a model and a target time\n"
+    "             (not implemented yet)\n"
+    "  capacity   cluster sizing for a model and a target time (not implemented yet)\n"
     "\n"
-    "  --db F       store file (default podplan.db)\n"
-    "  --out DIR    where tables and plots go\n"
+    "  --db F       store the published and predicted scores in F\n"
+    "  --out DIR    write DIR/validate.csv\n"
+    "  --data F     a published-runs CSV instead of the copy built into podplan\n"
+    "                (benchmarks/data/published_runs.csv; its README lists the columns)\n"
     "  -h, --help   this text\n";
 
-int cmd_study(int argc, char **argv) { return cli_not_implemented("study", usage, argc, argv); }
+static const char *const CMD = "study";
+
+int cmd_study(int argc, char **argv) {
+  static const struct option longs[] = {{"db", required_argument, NULL, 'd'},
+                                        {"out", required_argument, NULL, 'o'},
+                                        {"data", required_argument, NULL, 'D'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
+  study_validate_opts o = {0};
+  int first = 1, c;
+  while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
+    switch (c) {
+    case 'h': fputs(usage, stdout); return 0;
+    case 'd': o.db = optarg; break;
+    case 'o': o.out_dir = optarg; break;
+    case 'D': o.data = optarg; break;
+    default: return 2;
+    }
+  }
+  if (optind >= argc) return cli_usage_error(CMD, "name a study: pillar, validate or capacity");
+  const char *which = argv[optind];
+  if (optind + 1 < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind + 1]);
+  if (strcmp(which, "pillar") == 0 || strcmp(which, "capacity") == 0) {
+    fprintf(stderr, "podplan study %s: not implemented yet\n", which);
+    return 2;
+  }
+  if (strcmp(which, "validate") != 0)
+    return cli_usage_error(CMD, "unknown study '%s' (pillar, validate, capacity)", which);
+  study_validate_summary sum;
+  pp_err err = {0};
+  if (study_validate(&o, &sum, &err)) return cli_fail(CMD, &err);
+  return 0;
+}

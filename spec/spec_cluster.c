@@ -16,6 +16,7 @@ static const spec__field gpu_fields[] = {
     G(fp8_tflops, 0, 1e6, 0, 0, "TFLOP/s"),
     G(hbm_gib, 0, 1e5, 1, 1, "GiB"),
     G(hbm_tbps, 0, 1e3, 1, 1, "TB/s"),
+    {"sms", SPEC__INT, offsetof(spec_gpu, sms), 0, 4096, 0, 0, 0, NULL, 0, NULL},
 };
 #undef G
 #define NGPU (sizeof gpu_fields / sizeof gpu_fields[0])
@@ -24,10 +25,11 @@ static int gpu_check(const spec_gpu *g, const char *o, const char *path, pp_err 
   char f[80];
   snprintf(f, sizeof f, "%sname", path);
   if (spec__check_name(g->name, strlen(g->name), o, f, err)) return err->code;
-  for (size_t i = 1; i < NGPU; i++)
-    if (spec__check_range(&gpu_fields[i], *(const double *)((const char *)g + gpu_fields[i].off),
-                          o, path, err))
-      return err->code;
+  for (size_t i = 1; i < NGPU; i++) {
+    const char *p = (const char *)g + gpu_fields[i].off;
+    double v = gpu_fields[i].kind == SPEC__DBL ? *(const double *)p : *(const int *)p;
+    if (spec__check_range(&gpu_fields[i], v, o, path, err)) return err->code;
+  }
   return PP_OK;
 }
 

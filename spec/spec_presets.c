@@ -51,14 +51,16 @@ static const struct {
 };
 
 /* ---- GPUs ----------------------------------------------------------------------------------
- * name, bf16 dense TFLOP/s, fp8 dense TFLOP/s, HBM GiB (datasheet GB), HBM TB/s */
-#define A100_40G {"a100-40g", 312, 0, 40, 1.555}
-#define A100_80G {"a100-80g", 312, 0, 80, 2.039}
-#define H100_SXM {"h100-sxm", 989.4, 1978.9, 80, 3.35}
-#define H200 {"h200", 989.4, 1978.9, 141, 4.8}
-#define B200 {"b200", 2250, 4500, 180, 8}
-#define GB200 {"gb200", 2450, 4900, 186, 8}
-#define TPU_V4 {"tpu-v4", 275, 0, 32, 1.2}
+ * name, bf16 dense TFLOP/s, fp8 dense TFLOP/s, HBM GiB (datasheet GB), HBM TB/s, SMs */
+/* SMs: A100 108, H100/H200 132 (NVIDIA whitepapers), B200 148 (2 dies x 74, Chips and Cheese
+ * "Nvidia's B200"); TPU v4: 2 TensorCores x 4 MXUs = 8 matrix units (ISCA'23). */
+#define A100_40G {"a100-40g", 312, 0, 40, 1.555, 108}
+#define A100_80G {"a100-80g", 312, 0, 80, 2.039, 108}
+#define H100_SXM {"h100-sxm", 989.4, 1978.9, 80, 3.35, 132}
+#define H200 {"h200", 989.4, 1978.9, 141, 4.8, 132}
+#define B200 {"b200", 2250, 4500, 180, 8, 148}
+#define GB200 {"gb200", 2450, 4900, 186, 8, 148}
+#define TPU_V4 {"tpu-v4", 275, 0, 32, 1.2, 8}
 
 static const struct {
   spec_gpu g;
@@ -96,6 +98,10 @@ static const struct {
      "DGX H100: hardware.csv 'DGX H100' (NVLink4 900 GB/s bidir, NVSwitch gen3 with NVLS), "
      "8x 400 Gb/s NDR rail-optimized fat tree of 64-port QM9700 switches (dgxc-benchmarking "
      "EOS reference)"},
+    {{.name = "dgx-b200", .gpu = B200, .gpus = 64, .gpus_per_node = 8,
+      .nvlink = NVLINK(8, 900, 0.6, 1, 1), .network = RAIL_FAT_TREE(400, 8, 64)},
+     "DGX B200: hardware.csv 'B200' (8 per DGX, NVLink5 1800 GB/s bidir, NVLS); 8x 400 Gb/s "
+     "ConnectX-7 rail-optimized fat tree as the DGX B200 datasheet (not in hardware.csv)"},
     {{.name = "h100-nvl256", .gpu = H100_SXM, .gpus = 256, .gpus_per_node = 8,
       .nvlink = NVLINK(256, 450, 0.7, 2, 1), .network = RAIL_FAT_TREE(400, 8, 64)},
      "DGX H100 SuperPOD with NVLink Switch System: hardware.csv (256 GPUs in one NVLink domain, "

@@ -8,8 +8,8 @@
 static const char *const commands[] = {"presets", "check",  "predict",   "simulate",
                                        "search",  "study",  "run",       "bench",
                                        "import",  "calibrate", "export", "report"};
-static const char *const not_yet[] = {"predict", "simulate", "search",    "study", "run",
-                                      "bench",   "import",   "calibrate", "export", "report"};
+static const char *const not_yet[] = {"simulate", "search", "run",    "bench",
+                                      "import",   "calibrate", "export", "report"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 int main(int argc, char **argv) {
@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
   }
 
   struct {
-    char *args[6];
+    char *args[10];
     const char *msg;
   } bad[] = {
       {{"frobnicate", NULL}, "unknown command 'frobnicate'"},
@@ -57,11 +57,17 @@ int main(int argc, char **argv) {
       {{"check", "--cluster", "dgx-h100", "--gpus", "eight", NULL}, "--gpus: 'eight'"},
       {{"check", "--plan", "tp=1,gbs=8", NULL}, "--plan needs --model and --cluster"},
       {{"check", "--model", NULL}, "option '--model' needs a value"},
+      {{"predict", "--model", "gpt3-175b", NULL}, "--model, --cluster and --plan are required"},
+      {{"predict", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--plan", "tp=8,gbs=64",
+        "--param", "gemm_eff=2", NULL},
+       "param: gemm_eff: must be 0.01..1, got 2"},
+      {{"study", NULL}, "name a study: pillar, validate or capacity"},
+      {{"study", "everything", NULL}, "unknown study 'everything'"},
       {{"check", "--modle", "x", NULL}, "unknown option '--modle'"},
       {{"check", "-x", NULL}, "unknown option '-x'"},
   };
   for (size_t i = 0; i < N(bad); i++) {
-    char *a[8] = {bin};
+    char *a[12] = {bin};
     for (int k = 0; bad[i].args[k]; k++) a[k + 1] = bad[i].args[k];
     tu_exec(a, &r);
     CHECK_EQ(r.status, 2);
@@ -70,6 +76,12 @@ int main(int argc, char **argv) {
     CHECK_STREQ(r.out, "");
     tu_run_free(&r);
   }
+
+  char *pillar[] = {bin, "study", "pillar", NULL};
+  tu_exec(pillar, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "not implemented yet");
+  tu_run_free(&r);
 
   char *none[] = {bin, NULL};
   tu_exec(none, &r);

@@ -46,6 +46,7 @@ typedef struct spec_gpu {
   double fp8_tflops;  /* peak dense fp8 TFLOP/s; 0 when the GPU has no fp8 */
   double hbm_gib;     /* HBM capacity, GiB (as printed on the datasheet) */
   double hbm_tbps;    /* HBM bandwidth, TB/s */
+  int sms;            /* streaming multiprocessors (TPU: matrix units); 0 = unknown */
 } spec_gpu;
 
 /* ---- cluster -------------------------------------------------------------------------- */

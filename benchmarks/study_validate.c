@@ -1,0 +1,324 @@
+/* podplan study validate: the cost model against published training runs.
+ *
+ * Each usable row of data/published_runs.csv (the project's copy of
+ * ../shared/data/published_runs.csv with the columns this study needs added, see
+ * data/README.md) becomes a model, a cluster, a plan and the training-software settings of its
+ * source; the cost model predicts its iteration time, which is compared with the published
+ * one: printed when the row has it, from tokens/s per GPU (gbs * seq / (tokens/s/GPU * GPUs))
+ * when it has that, else from TFLOP/s per GPU through the row's own FLOP formula:
+ *   sc21: F = k B s l h^2 (1 + s/(6h) + V/(16 l h)), k = 96 with full recompute, else 72
+ *         (Narayanan et al. SC'21 eq. 3), iteration time = F / (TFLOP/s * 1e12 * GPUs).
+ * Error = predicted / published - 1. The same cost-model parameters serve every row; only
+ * what the source states (or its own scripts show) about the software differs. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "podplan/cm.h"
+#include "podplan/spec.h"
+#include "podplan/store.h"
+#include "podplan/study.h"
+#include "study_int.h"
+
+typedef struct row_result {
+  int row;
+  const char *set, *source, *model, *basis;
+  int gpus;
+  char plan[SPEC_PLAN_STR_MAX];
+  double published_s, predicted_s, err_pct, mem_gib;
+  int feasible;
+  cm_result r;
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+} row_result;
+
+/* Field by column name ("" when the column is missing). */
+static const char *F(const study__csv *c, char **row, const char *name) {
+  int k = study__csv_col(c, name);
+  return k < 0 ? "" : row[k];
+}
+
+static int num(const char *s, double *v) {
+  char *e;
+  if (!*s) return 0;
+  *v = strtod(s, &e);
+  return *e == '\0';
+}
+
+static int build_model(const study__csv *c, char **row, const char *origin, spec_model *m,
+                       pp_err *err) {
+  json_t *o = json_object();
+  json_object_set_new(o, "name", json_string(F(c, row, "model_name")));
+  const char *ints[] = {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len",
+                        "vocab", "experts", "top_k"};
+  const char *keys[] = {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len",
+                        "vocab", "experts", "top_k"};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    double v;
+    if (num(F(c, row, ints[i]), &v)) json_object_set_new(o, keys[i], json_integer((json_int_t)v));
+  }
+  json_object_set_new(o, "ffn", json_string(F(c, row, "ffn")));
+  json_object_set_new(o, "dtype", json_string(F(c, row, "dtype")));
+  json_object_set_new(o, "tied_embeddings", json_boolean(strcmp(F(c, row, "tied"), "1") == 0));
+  char *text = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  int rc = spec_model_parse(text, strlen(text), origin, m, err);
+  free(text);
+  return rc;
+}
+
+static int build_row(const study__csv *c, char **row, row_result *rr, cm_params *prm,
+                     pp_err *err) {
+  char origin[64];
+  snprintf(origin, sizeof origin, "row %s", F(c, row, "row"));
+  double gpus;
+  if (!num(F(c, row, "num_gpus"), &gpus))
+    return pp_err_set(err, PP_INPUT, "%s: num_gpus: not a number", origin);
+  rr->gpus = (int)gpus;
+  if (build_model(c, row, origin, &rr->m, err)) return err->code;
+  if (spec_cluster_load(F(c, row, "cluster"), rr->gpus, &rr->c, err)) return err->code;
+  const char *gov = F(c, row, "gpu_override");
+  if (*gov) {
+    if (spec_gpu_load(gov, &rr->c.gpu, err) || spec_cluster_validate(&rr->c, err)) return err->code;
+    snprintf(rr->c.name, sizeof rr->c.name, "%.40s-%.20s", F(c, row, "cluster"), gov);
+  }
+  char plan[512];
+  const char *cp = F(c, row, "cp");
+  snprintf(plan, sizeof plan,
+           "tp=%s,pp=%s,dp=%s,cp=%s,mbs=%s,gbs=%s,vpp=%s,sp=%s,recompute=%s,zero=%s,schedule=%s",
+           F(c, row, "tp"), F(c, row, "pp"), F(c, row, "dp"), *cp ? cp : "1",
+           F(c, row, "micro_batch"), F(c, row, "global_batch"), F(c, row, "vpp"),
+           F(c, row, "sp"), F(c, row, "recompute"), F(c, row, "zero"), F(c, row, "schedule"));
+  if (spec_plan_parse(plan, &rr->p, err) || spec_plan_resolve(&rr->p, &rr->m, &rr->c, err))
+    return pp_err_prefix(err, "%s", origin);
+  spec_plan_format(&rr->p, rr->plan, sizeof rr->plan, err);
+  cm_params_default(&rr->m, prm);
+  if (cm_params_apply(prm, F(c, row, "params"), err)) return pp_err_prefix(err, "%s", origin);
+  return PP_OK;
+}
+
+/* The published iteration time of a row by its comparison basis. */
+static int published_time(const study__csv *c, char **row, const row_result *rr, double *t,
+                          pp_err *err) {
+  const char *how = F(c, row, "compare");
+  double v, n = rr->gpus, gbs = rr->p.gbs, s = rr->m.seq_len;
+  if (strcmp(how, "iter") == 0 && num(F(c, row, "measured_iter_time_s"), &v)) {
+    *t = v;
+    return PP_OK;
+  }
+  if (strcmp(how, "tokens") == 0 && num(F(c, row, "tokens_per_s_per_gpu"), &v)) {
+    *t = gbs * s / (v * n);
+    return PP_OK;
+  }
+  if (strcmp(how, "sc21") == 0 && num(F(c, row, "measured_tflops_per_gpu"), &v)) {
+    double l = rr->m.layers, h = rr->m.hidden, V = rr->m.vocab;
+    double k = rr->p.recompute == SPEC_RECOMPUTE_FULL ? 96 : 72;
+    double flops = k * gbs * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    *t = flops / (v * 1e12 * n);
+    return PP_OK;
+  }
+  return pp_err_set(err, PP_INPUT, "row %s: compare '%s' without the figure it needs",
+                    F(c, row, "row"), how);
+}
+
+static const char *basis_text(const char *how) {
+  if (strcmp(how, "iter") == 0) return "iteration time";
+  if (strcmp(how, "tokens") == 0) return "tokens/s/GPU";
+  return "TFLOP/s via SC'21 formula";
+}
+
+typedef struct acc {
+  const char *name;
+  int n;
+  double sum, max;
+} acc;
+
+static void acc_add(acc *a, int *na, int cap, const char *name, double e) {
+  int i;
+  for (i = 0; i < *na; i++)
+    if (strcmp(a[i].name, name) == 0) break;
+  if (i == *na) {
+    if (*na == cap) return;
+    a[(*na)++] = (acc){name, 0, 0, 0};
+  }
+  a[i].n++;
+  a[i].sum += fabs(e);
+  if (fabs(e) > a[i].max) a[i].max = fabs(e);
+}
+
+static int write_csv(const char *dir, const row_result *rs, int n, pp_err *err) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return pp_err_set(err, PP_IO, "%s: cannot create: %s", dir, strerror(errno));
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/validate.csv", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  fprintf(f, "row,set,source,model,gpus,plan,basis,published_s,predicted_s,error_pct,"
+             "mem_gib_per_gpu,feasible,mfu,compute_s,tp_comm_s,pp_bubble_s,dp_comm_s\n");
+  for (int i = 0; i < n; i++) {
+    const row_result *r = &rs[i];
+    fprintf(f, "%d,%s,\"%s\",%s,%d,\"%s\",%s,%.6g,%.6g,%.2f,%.2f,%d,%.4f,%.6g,%.6g,%.6g,%.6g\n",
+            r->row, r->set, r->source, r->model, r->gpus, r->plan, r->basis, r->published_s,
+            r->predicted_s, r->err_pct, r->mem_gib, r->feasible, r->r.mfu, r->r.t.compute_s,
+            r->r.t.tp_comm_s, r->r.t.pp_bubble_s, r->r.t.dp_comm_s);
+  }
+  if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    remove(tmp);
+    return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
+  }
+  return PP_OK;
+}
+
+static int store_rows(const char *db, const row_result *rs, int n, pp_err *err) {
+  store *s = NULL;
+  if (store_open(db, NULL, &s, err) || store_begin(s, err)) {
+    store_close(s);
+    return err->code;
+  }
+  for (int i = 0; i < n; i++) {
+    const row_result *r = &rs[i];
+    store_score sc = {.feasible = 1};
+    if (store_put_model(s, &r->m, &sc.model_id, err) ||
+        store_put_cluster(s, &r->c, &sc.cluster_id, err) ||
+        store_put_plan(s, &r->p, &sc.plan_id, err))
+      goto fail;
+    sc.source = STORE_SRC_PUBLISHED;
+    sc.iter_time_s = r->published_s;
+    sc.tokens_per_s = r->p.gbs * (double)r->m.seq_len / r->published_s;
+    if (store_put_score(s, &sc, NULL, err)) goto fail;
+    sc.source = STORE_SRC_COSTMODEL;
+    sc.iter_time_s = r->predicted_s;
+    sc.tokens_per_s = r->r.tokens_per_s;
+    sc.mfu = r->r.mfu;
+    sc.mem_gib = r->mem_gib;
+    sc.feasible = r->feasible;
+    if (store_put_score(s, &sc, NULL, err)) goto fail;
+  }
+  if (store_commit(s, err)) goto fail;
+  store_close(s);
+  return PP_OK;
+fail:
+  store_close(s);
+  return err->code;
+}
+
+int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err) {
+  FILE *out = o->out ? o->out : stdout;
+  memset(sum, 0, sizeof *sum);
+  study__csv csv;
+  char *text = NULL;
+  size_t len = study__published_runs_len;
+  const char *origin = "built-in published_runs.csv";
+  if (o->data) {
+    origin = o->data;
+    FILE *f = fopen(o->data, "rb");
+    if (!f) return pp_err_set(err, PP_INPUT, "%s: cannot open: %s", o->data, strerror(errno));
+    size_t cap = 1 << 16, n = 0, k;
+    text = malloc(cap);
+    while (text && (k = fread(text + n, 1, cap - n, f)) > 0) {
+      n += k;
+      if (n == cap) {
+        char *t2 = realloc(text, cap *= 2);
+        if (!t2) free(text);
+        text = t2;
+      }
+    }
+    fclose(f);
+    if (!text) return pp_err_set(err, PP_NOMEM, "%s: out of memory", o->data);
+    len = n;
+  }
+  int rc = study__csv_parse(text ? text : (const char *)study__published_runs, len, origin, &csv,
+                            err);
+  free(text);
+  if (rc) return rc;
+  const char *need[] = {"row", "set", "short", "model_name", "num_gpus", "cluster", "tp", "pp",
+                        "dp", "micro_batch", "global_batch", "compare", "params"};
+  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+    if (study__csv_col(&csv, need[i]) < 0) {
+      rc = pp_err_set(err, PP_INPUT, "%s: column '%s' missing", origin, need[i]);
+      study__csv_free(&csv);
+      return rc;
+    }
+
+  row_result *rs = calloc((size_t)csv.nrows + 1, sizeof *rs);
+  if (!rs) {
+    study__csv_free(&csv);
+    return pp_err_set(err, PP_NOMEM, "out of memory");
+  }
+  int n = 0;
+  acc by_src[32], by_set[4];
+  int nsrc = 0, nset = 0;
+  fprintf(out, "%-4s %-8s %-12s %-22s %5s %-26s %11s %11s %8s %6s\n", "row", "set", "source",
+          "model", "GPUs", "tp/pp/dp/cp mbs vpp rc", "published_s", "predicted_s", "error%",
+          "GiB");
+  for (int i = 0; i < csv.nrows; i++) {
+    char **row = csv.rows[i];
+    sum->rows++;
+    const char *set = F(&csv, row, "set");
+    if (strcmp(set, "target") && strcmp(set, "holdout")) {
+      sum->skipped++;
+      fprintf(out, "%-4s %-8s skipped: %s\n", F(&csv, row, "row"), "-", F(&csv, row, "skip_reason"));
+      continue;
+    }
+    row_result *rr = &rs[n];
+    cm_params prm;
+    cm_model *cm = NULL;
+    if (build_row(&csv, row, rr, &prm, err) || cm_model_create(&rr->m, &rr->c, &prm, &cm, err) ||
+        cm_eval(cm, &rr->p, &rr->r, err) || published_time(&csv, row, rr, &rr->published_s, err)) {
+      cm_model_destroy(cm);
+      spec_plan_clear(&rr->p);
+      rc = err->code;
+      goto done;
+    }
+    cm_model_destroy(cm);
+    rr->row = atoi(F(&csv, row, "row"));
+    rr->set = set;
+    rr->source = F(&csv, row, "short");
+    rr->model = F(&csv, row, "model_name");
+    rr->basis = basis_text(F(&csv, row, "compare"));
+    rr->predicted_s = rr->r.iter_time_s;
+    rr->err_pct = 100.0 * (rr->predicted_s / rr->published_s - 1);
+    rr->mem_gib = rr->r.mem_gib_per_gpu;
+    rr->feasible = rr->r.feasible;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%d/%d/%d/%d %d %d %c", rr->p.tp, rr->p.pp, rr->p.dp, rr->p.cp,
+             rr->p.mbs, rr->p.vpp, "nsf"[rr->p.recompute]);
+    fprintf(out, "%-4d %-8s %-12s %-22.22s %5d %-26s %11.3f %11.3f %+7.1f%% %6.1f%s\n", rr->row,
+            set, rr->source, rr->model, rr->gpus, shape, rr->published_s, rr->predicted_s,
+            rr->err_pct, rr->mem_gib, rr->feasible ? "" : " DOES NOT FIT");
+    sum->used++;
+    sum->infeasible += !rr->feasible;
+    acc_add(by_src, &nsrc, 32, rr->source, rr->err_pct);
+    acc_add(by_set, &nset, 4, set, rr->err_pct);
+    n++;
+  }
+  fprintf(out, "\nMAPE of iteration time (error = predicted / published - 1):\n");
+  for (int i = 0; i < nsrc; i++)
+    fprintf(out, "  %-12s %3d rows  MAPE %5.1f%%  max %5.1f%%\n", by_src[i].name, by_src[i].n,
+            by_src[i].sum / by_src[i].n, by_src[i].max);
+  for (int i = 0; i < nset; i++) {
+    double mape = by_set[i].sum / by_set[i].n;
+    fprintf(out, "  %-12s %3d rows  MAPE %5.1f%%  max %5.1f%%%s\n", by_set[i].name, by_set[i].n,
+            mape, by_set[i].max,
+            strcmp(by_set[i].name, "target") == 0 ? "   (SC'21 Table 1, Korthikanti, MT-NLG)"
+                                                  : "   (kept aside to check the model)");
+    if (strcmp(by_set[i].name, "target") == 0)
+      sum->target_rows = by_set[i].n, sum->target_mape = mape, sum->target_max = by_set[i].max;
+    else
+      sum->holdout_rows = by_set[i].n, sum->holdout_mape = mape, sum->holdout_max = by_set[i].max;
+  }
+  fprintf(out, "  %d rows predicted, %d skipped, %d predicted not to fit\n", sum->used,
+          sum->skipped, sum->infeasible);
+  if (o->out_dir && (rc = write_csv(o->out_dir, rs, n, err))) goto done;
+  if (o->db && (rc = store_rows(o->db, rs, n, err))) goto done;
+done:
+  for (int i = 0; i < n; i++) spec_plan_clear(&rs[i].p);
+  free(rs);
+  study__csv_free(&csv);
+  return rc;
+}

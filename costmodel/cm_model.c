@@ -1,0 +1,457 @@
+/* The cost model handle, its default parameters, and the evaluation of a plan: per-stage
+ * times per microbatch from the layer costs, the pipeline schedule, the data-parallel tail
+ * (gradient reduction, optimizer step, parameter gather) and memory per GPU. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_int.h"
+
+void cm_params_default(const spec_model *m, cm_params *p) {
+  memset(p, 0, sizeof *p);
+  /* GEMM: 0.84 of peak for an ideal shape puts 8192^3 bf16 on an H200 at 80% (notes/gpu.md:
+   * 78-81% measured with cuBLAS); cuBLAS's large tiles are 128x256 */
+  p->gemm_eff = 0.84;
+  p->gemm_tile_m = 128;
+  p->gemm_tile_n = 256;
+  p->gemm_k_half = 128;
+  p->kernel_us = 2.0;
+  /* FlashAttention-2 (Dao 2023), causal, head dim 128, A100: ~55% of peak forward, ~45%
+   * backward (counting the backward as 2.5 forward passes, as its benchmarks do) */
+  p->attn_fwd_eff = 0.55;
+  p->attn_bwd_eff = 0.45;
+  /* device-to-device copy: 4.3 of 4.8 TB/s on an H200 (notes/gpu.md) */
+  p->hbm_eff = 0.9;
+  /* collectives, from nccl_busbw.csv and notes/nccl.md:
+   * NVLink ring busbw ~370 GB/s of 450 on 8 H100 and ~230 of 300 on 8 A100: 0.82 sits within
+   * 5% of both; IB per NIC 46-48 GB/s of NDR's 50, ~24 of HDR's 25: 0.96. NVLS: the
+   * 8-GPU DGX H100 curve (1 MiB .. 16 GiB) fits 2(n-1)/(n+1) * 450 * 0.714 with a ramp of
+   * half-size 16 MiB and slope 0.6 within 5.3% at every size (least squares in log busbw). */
+  p->level_eff[CM_LVL_NVLINK] = 0.82;
+  p->level_eff[CM_LVL_NVLINK_UP] = 0.82;
+  p->level_eff[CM_LVL_NET] = 0.96;
+  p->level_eff[CM_LVL_SPINE] = 0.96;
+  p->level_eff[CM_LVL_TORUS] = 0.9;
+  p->nvls_eff = 0.714;
+  for (int a = 0; a < CM_NALGOS; a++) {
+    p->algo[a].half_bytes = 16.0 * 1024 * 1024;
+    p->algo[a].gamma = 0.6;
+    p->algo[a].base_us = 5.0;
+  }
+  p->algo[CM_ALGO_NVLS].base_us = 4.0;
+  /* memory: Megatron keeps fp32 main gradients and reduces them in fp32 */
+  p->mem_overhead_gib = 3.0;
+  p->grad_bytes = 4;
+  p->grad_comm_bytes = 4;
+  /* today's Megatron-Core */
+  p->flash_attention = 1;
+  p->dropout = m ? m->ffn != SPEC_FFN_SWIGLU : 1; /* GPT-era models train with dropout 0.1 */
+  p->overlap_grad_reduce = 1;
+  p->overlap_param_gather = 1;
+  p->tp_comm_overlap = 0;
+}
+
+const cm_params *cm_model_params(const cm_model *cm) { return &cm->p; }
+
+int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params *p,
+                    cm_model **out, pp_err *err) {
+  *out = NULL;
+  if (spec_model_validate(m, err) || spec_cluster_validate(c, err) ||
+      spec_pair_validate(m, c, err))
+    return err->code;
+  cm_model *cm = calloc(1, sizeof *cm);
+  if (cm) cm->cache = calloc(1, sizeof *cm->cache);
+  if (!cm || !cm->cache) {
+    free(cm);
+    return pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+  }
+  cm->m = *m;
+  cm->c = *c;
+  if (p)
+    cm->p = *p;
+  else
+    cm_params_default(m, &cm->p);
+  const spec_gpu *g = &c->gpu;
+  cm->peak_bf16_flops = g->bf16_tflops * 1e12;
+  cm->peak_flops = m->dtype == SPEC_DTYPE_FP8 ? g->fp8_tflops * 1e12 : cm->peak_bf16_flops;
+  cm->hbm_bps = g->hbm_tbps * 1e12 * cm->p.hbm_eff;
+  cm->act_bytes = 2;
+  cm->gpu_bytes = g->hbm_gib * CM_GIB;
+  cm->dh = m->hidden / m->heads;
+  double h = m->hidden, f = m->ffn_hidden, dh = cm->dh, a = m->heads, kv = m->kv_heads;
+  double mats = m->ffn == SPEC_FFN_SWIGLU ? 3 : 2;
+  double attn = h * (a + 2 * kv) * dh + a * dh * h + (m->ffn == SPEC_FFN_SWIGLU ? 2 : 4) * h;
+  double mlp = mats * h * f;
+  if (m->experts) {
+    cm->layer_dense_params = attn + h * m->experts;
+    cm->layer_expert_params = m->experts * mlp;
+  } else {
+    cm->layer_dense_params = attn + mlp;
+    cm->layer_expert_params = 0;
+  }
+  cm->layer_params = cm->layer_dense_params + cm->layer_expert_params;
+  cm->embed_params = (double)m->vocab * h;
+  cm->head_params = (double)m->vocab * h; /* a tied head still holds a copy on the last stage */
+  double active = attn + (m->experts ? m->top_k * mlp + h * m->experts : mlp);
+  double attn_fwd = 2.0 * m->seq_len * h; /* causal QK^T and PV per token per layer */
+  cm->flops_per_token = 6.0 * (m->layers * active + (double)m->vocab * h) + 3.0 * attn_fwd * m->layers;
+  cm->recompute_full_per_token = m->layers * (2.0 * active + attn_fwd);
+  cm->recompute_selective_per_token = m->layers * attn_fwd;
+  cm->gpn = c->gpus_per_node;
+  cm->dom = c->nvlink.domain_gpus;
+  int half = c->network.switch_radix / 2;
+  cm->leaf_nodes = c->network.rail_optimized ? half : half / c->network.nics_per_node;
+  if (cm->leaf_nodes < 1) cm->leaf_nodes = 1;
+  *out = cm;
+  return PP_OK;
+}
+
+void cm_model_destroy(cm_model *cm) {
+  if (!cm) return;
+  free(cm->cache);
+  free(cm);
+}
+
+/* The layer, embedding and head costs of a configuration, from the cache when the same
+ * (tp, cp, ep, mbs, sp, recompute) was seen before: they depend on nothing else. */
+static const cm__layer_entry *layer_costs(const cm_model *cm, const cm__cfg *g) {
+  unsigned h = (unsigned)g->tp * 2654435761u ^ (unsigned)g->cp * 40503u ^ (unsigned)g->ep * 9973u ^
+               (unsigned)g->mbs * 131u ^ (unsigned)g->sp * 7u ^ (unsigned)g->recompute * 3u;
+  cm__layer_entry *e = &cm->cache->layer[h % CM__LAYER_CACHE];
+  if (e->valid && e->tp == g->tp && e->cp == g->cp && e->ep == g->ep && e->mbs == g->mbs &&
+      e->sp == g->sp && e->recompute == (int)g->recompute)
+    return e;
+  cm__layer_cost(cm, g, &e->layer);
+  cm__embed_cost(cm, g, &e->emb_f, &e->emb_b, &e->emb_mem);
+  cm__head_cost(cm, g, &e->head_f, &e->head_b, &e->head_mem);
+  e->valid = 1, e->tp = g->tp, e->cp = g->cp, e->ep = g->ep, e->mbs = g->mbs, e->sp = g->sp;
+  e->recompute = (int)g->recompute;
+  return e;
+}
+
+/* ---- evaluation ------------------------------------------------------------------------------ */
+
+/* One pipeline rank (or stage of a non-uniform plan) as the schedule sees it. */
+typedef struct rank_cost {
+  double comp, tp, cp, ep, dp; /* per microbatch, forward + backward (+ recompute) */
+  double bwd;                  /* backward part of the above (slack for the DP tail) */
+  double params;               /* dense parameters per GPU */
+  double expert_params;        /* expert parameters per GPU */
+  double act_bytes;            /* activations of one microbatch over all its layers */
+  double other_bytes;          /* working set, logits, embedding output */
+  double zero3_gather;         /* ZeRO-3: parameters of one layer gathered at a time */
+  const cm__cfg *cfg;
+} rank_cost;
+
+static double rc_total(const rank_cost *r) { return r->comp + r->tp + r->cp + r->ep + r->dp; }
+
+/* Adds `layers` layers (and the embedding or the head) of a configuration to a rank. */
+static void add_chunk(const cm_model *cm, const cm__cfg *g, const cm__layer_entry *e, int layers,
+                      int embed, int head, rank_cost *r) {
+  const cm__layer *L = &e->layer;
+  double n = layers;
+  r->comp += n * (L->fwd_s + L->bwd_s + L->recomp_s);
+  r->tp += n * (L->tp_fwd_s + L->tp_bwd_s + L->tp_recomp_s);
+  r->cp += n * (L->cp_fwd_s + L->cp_bwd_s);
+  r->ep += n * (L->ep_fwd_s + L->ep_bwd_s + L->ep_recomp_s);
+  r->bwd += n * (L->bwd_s + L->recomp_s + L->tp_bwd_s + L->tp_recomp_s + L->cp_bwd_s +
+                 L->ep_bwd_s + L->ep_recomp_s);
+  r->params += n * cm->layer_dense_params / g->tp;
+  r->expert_params += n * cm->layer_expert_params / ((double)g->tp * g->ep);
+  r->act_bytes += n * L->act_bytes;
+  if (L->work_bytes > r->other_bytes) r->other_bytes = L->work_bytes;
+  r->zero3_gather = (cm->layer_dense_params / g->tp + cm->layer_expert_params / (g->tp * g->ep)) *
+                    cm->act_bytes;
+  if (embed) {
+    r->comp += e->emb_f + e->emb_b;
+    r->bwd += e->emb_b;
+    r->params += cm->embed_params / g->tp;
+    r->other_bytes += e->emb_mem;
+  }
+  if (head) {
+    r->comp += e->head_f + e->head_b;
+    r->bwd += e->head_b;
+    r->params += cm->head_params / g->tp;
+    r->other_bytes += e->head_mem;
+  }
+}
+
+static void make_cfg(const cm_model *cm, cm__cfg *g, int tp, int cp, int dp, int ep, int mbs,
+                     int sp, spec_recompute rc) {
+  g->tp = tp, g->cp = cp, g->dp = dp, g->ep = ep, g->mbs = mbs, g->sp = sp, g->recompute = rc;
+  cm_place_group(cm, tp, 1, &g->tp_pl);
+  cm_place_group(cm, cp, tp, &g->cp_pl);
+  cm_place_group(cm, dp * cp, tp, &g->dp_pl);
+  cm_place_group(cm, ep, tp * cp, &g->ep_pl);
+  cm_place_group(cm, dp * cp / ep, tp * cp * ep, &g->edp_pl);
+}
+
+/* Time of the data-parallel gradient reduction of one rank (and the parameter all-gather of
+ * the distributed optimizer, returned apart). */
+static void dp_times(const cm_model *cm, const rank_cost *r, int zero, double *reduce,
+                     double *gather) {
+  const cm__cfg *g = r->cfg;
+  double gb = cm->p.grad_comm_bytes, ab = cm->act_bytes;
+  *reduce = *gather = 0;
+  if (zero == 0) {
+    *reduce = cm_coll_best(cm, CM_ALL_REDUCE, r->params * gb, &g->dp_pl, NULL) +
+              cm_coll_best(cm, CM_ALL_REDUCE, r->expert_params * gb, &g->edp_pl, NULL);
+  } else {
+    *reduce = cm_coll_best(cm, CM_REDUCE_SCATTER, r->params * gb, &g->dp_pl, NULL) +
+              cm_coll_best(cm, CM_REDUCE_SCATTER, r->expert_params * gb, &g->edp_pl, NULL);
+    *gather = cm_coll_best(cm, CM_ALL_GATHER, r->params * ab, &g->dp_pl, NULL) +
+              cm_coll_best(cm, CM_ALL_GATHER, r->expert_params * ab, &g->edp_pl, NULL);
+  }
+}
+
+/* Memory of one rank with `inflight` microbatches of activations (and `chunks_inflight`
+ * chunk-microbatches for interleaving, 0 otherwise). */
+static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double inflight_bytes,
+                        cm_memory *mem) {
+  const cm_params *p = &cm->p;
+  double D = (double)r->cfg->dp * r->cfg->cp, E = D / r->cfg->ep;
+  double P = r->params, X = r->expert_params;
+  double w = 2.0 * (P + X), gr = p->grad_bytes * (P + X), opt = 12.0 * (P + X);
+  if (zero >= 1) opt = 12.0 * (P / D + X / E);
+  if (zero >= 2) gr = p->grad_bytes * (P / D + X / E);
+  if (zero >= 3) w = 2.0 * (P / D + X / E);
+  mem->weights_gib = w / CM_GIB;
+  mem->grads_gib = gr / CM_GIB;
+  mem->optimizer_gib = opt / CM_GIB;
+  mem->activations_gib = inflight_bytes / CM_GIB;
+  mem->other_gib = (r->other_bytes + (zero >= 3 ? 2 * r->zero3_gather : 0)) / CM_GIB;
+  mem->overhead_gib = p->mem_overhead_gib;
+  mem->total_gib = mem->weights_gib + mem->grads_gib + mem->optimizer_gib +
+                   mem->activations_gib + mem->other_gib + mem->overhead_gib;
+}
+
+#define MAX_STACK_RANKS 256
+
+int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
+  memset(out, 0, sizeof *out);
+  const spec_model *m = &cm->m;
+  int uniform = p->nstages == 0;
+  int P = uniform ? p->pp : p->nstages, v = uniform ? p->vpp : 1;
+  int mb = spec_plan_microbatches(p);
+  if (mb < 1 || P < 1) return pp_err_set(err, PP_PLAN, "plan: no microbatches or no stages");
+  if (uniform && (long long)p->tp * p->pp * p->dp * p->cp != cm->c.gpus)
+    return pp_err_set(err, PP_PLAN, "plan: tp*pp*dp*cp does not match the %d GPUs of %s",
+                      cm->c.gpus, cm->c.name);
+
+  rank_cost stack[MAX_STACK_RANKS], *rk = stack;
+  cm__cfg cfg_u, *cfgs = NULL;
+  int nvs = P * v;
+  int counts_stack[MAX_STACK_RANKS], *counts = counts_stack;
+  double *p2p = NULL, p2p_stack[MAX_STACK_RANKS];
+  int rc = PP_OK;
+  if (P > MAX_STACK_RANKS || nvs > MAX_STACK_RANKS) {
+    rk = calloc((size_t)P, sizeof *rk);
+    counts = calloc((size_t)nvs, sizeof *counts);
+    p2p = calloc((size_t)P, sizeof *p2p);
+    if (!rk || !counts || !p2p) {
+      rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+      goto done;
+    }
+  } else {
+    memset(rk, 0, (size_t)P * sizeof *rk);
+    p2p = p2p_stack;
+  }
+
+  int zero = p->zero;
+  if (uniform) {
+    cm__cfg *g = &cfg_u;
+    make_cfg(cm, g, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
+    const cm__layer_entry *e = layer_costs(cm, g);
+    spec_plan_stage_layers(p, m, counts);
+    /* a rank's chunks add up linearly: sum its layers, then add the rank once */
+    for (int i = 0; i < P; i++) {
+      int layers = 0;
+      for (int j = i; j < nvs; j += P) layers += counts[j];
+      rk[i].cfg = g;
+      add_chunk(cm, g, e, layers, i == 0, (nvs - 1) % P == i, &rk[i]);
+    }
+    cm_place pl;
+    cm_place_group(cm, 2, p->tp * p->cp * p->dp, &pl);
+    double bytes = (double)p->mbs * m->seq_len / p->cp * m->hidden * cm->act_bytes / p->tp;
+    double t = P > 1 ? cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL) : 0;
+    for (int i = 0; i < P; i++) p2p[i] = t;
+  } else {
+    cfgs = calloc((size_t)P, sizeof *cfgs);
+    if (!cfgs) {
+      rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+      goto done;
+    }
+    int samples = p->gbs / p->microbatches;
+    for (int i = 0; i < P; i++) {
+      const spec_stage *st = &p->stages[i];
+      cm__cfg *g = &cfgs[i];
+      g->tp = st->tp, g->cp = st->cp, g->dp = st->dp, g->ep = st->ep;
+      g->mbs = samples / st->dp, g->sp = p->sp && st->tp > 1, g->recompute = st->recompute;
+      /* groups from the stage's own GPUs: tp fastest, then cp, then dp */
+      int n = st->ngpus, *ids = malloc((size_t)n * sizeof *ids);
+      if (!ids) {
+        rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+        goto done;
+      }
+      for (int k = 0; k < st->tp; k++) ids[k] = st->gpus[k];
+      cm_place_list(cm, ids, st->tp, &g->tp_pl);
+      for (int k = 0; k < st->cp; k++) ids[k] = st->gpus[k * st->tp];
+      cm_place_list(cm, ids, st->cp, &g->cp_pl);
+      for (int k = 0; k < st->dp * st->cp; k++) ids[k] = st->gpus[k * st->tp];
+      cm_place_list(cm, ids, st->dp * st->cp, &g->dp_pl);
+      for (int k = 0; k < st->ep; k++) ids[k] = st->gpus[k * st->tp * st->cp];
+      cm_place_list(cm, ids, st->ep, &g->ep_pl);
+      int edp = st->dp * st->cp / st->ep;
+      for (int k = 0; k < edp; k++) ids[k] = st->gpus[k * st->tp * st->cp * st->ep];
+      cm_place_list(cm, ids, edp, &g->edp_pl);
+      cm__layer_entry e = {0};
+      cm__layer_cost(cm, g, &e.layer);
+      cm__embed_cost(cm, g, &e.emb_f, &e.emb_b, &e.emb_mem);
+      cm__head_cost(cm, g, &e.head_f, &e.head_b, &e.head_mem);
+      rank_cost *r = &rk[i];
+      r->cfg = g;
+      add_chunk(cm, g, &e, st->layer_end - st->layer_begin, i == 0, i == P - 1, r);
+      p2p[i] = 0;
+      if (i + 1 < P) {
+        int pair[2] = {st->gpus[0], p->stages[i + 1].gpus[0]};
+        cm_place pl;
+        cm_place_list(cm, pair, 2, &pl);
+        int senders = st->ngpus < cm->gpn ? st->ngpus : cm->gpn;
+        for (int l = CM_LVL_NVLINK_UP; l <= CM_LVL_SPINE; l++)
+          pl.bw_gbps[l] = pl.bw_gbps[l] * pl.sharing / senders;
+        int ranks = st->ngpus < p->stages[i + 1].ngpus ? st->ngpus : p->stages[i + 1].ngpus;
+        double bytes = (double)samples * m->seq_len * m->hidden * cm->act_bytes / ranks;
+        p2p[i] = cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
+      }
+      free(ids);
+    }
+  }
+
+  /* ZeRO-3 gathers parameters for every forward and backward and reduce-scatters gradients
+   * every microbatch; what the compute of the microbatch does not hide is exposed */
+  if (zero >= 3)
+    for (int i = 0; i < P; i++) {
+      rank_cost *r = &rk[i];
+      const cm__cfg *g = r->cfg;
+      double pb = (r->params + r->expert_params) * cm->act_bytes;
+      double c3 = 2 * cm_coll_best(cm, CM_ALL_GATHER, pb, &g->dp_pl, NULL) +
+                  cm_coll_best(cm, CM_REDUCE_SCATTER, (r->params + r->expert_params) *
+                                                          cm->p.grad_comm_bytes, &g->dp_pl, NULL);
+      r->dp = fmax(0, c3 - r->comp);
+    }
+
+  /* the pipeline */
+  double tmax = 0, sum = 0, p2p_max = 0;
+  int bott = 0;
+  for (int i = 0; i < P; i++) {
+    double t = rc_total(&rk[i]);
+    sum += t;
+    if (t > tmax) tmax = t, bott = i;
+    if (p2p[i] > p2p_max) p2p_max = p2p[i];
+  }
+  double pipe, p2p_total = 0;
+  if (P > 1) p2p_total = 2.0 * ((double)mb * v + P - 2) * p2p_max;
+  if (v > 1)
+    pipe = mb * tmax + (sum - tmax) / v;
+  else
+    pipe = (mb - 1) * tmax + sum;
+  const rank_cost *B = &rk[bott];
+  out->t.compute_s = mb * B->comp;
+  out->t.tp_comm_s = mb * B->tp;
+  out->t.cp_comm_s = mb * B->cp;
+  out->t.ep_comm_s = mb * B->ep;
+  out->t.dp_comm_s = mb * B->dp;
+  out->t.pp_bubble_s = pipe - mb * tmax;
+  out->t.pp_p2p_s = p2p_total;
+
+  /* the data-parallel tail: each rank reduces its gradients when its own last backward is
+   * done (stage i finishes before stage 0 by the backward of stages 0..i-1), overlapped with
+   * that backward when the software does so; then the optimizer step and, for the
+   * distributed optimizer, the parameter all-gather */
+  double tail = 0, tail_dp = 0, tail_opt = 0, slack = 0;
+  /* ranks of a uniform plan differ only in layer counts and the embedding/head: a few
+   * distinct parameter counts, so the DP collectives are computed once per distinct one */
+  struct dp_memo {
+    const cm__cfg *cfg;
+    double params, expert, red, gat;
+  } memo[8];
+  int nmemo = 0;
+  for (int i = 0; i < P; i++) {
+    rank_cost *r = &rk[i];
+    double red = 0, gat = 0;
+    int k;
+    for (k = 0; k < nmemo; k++)
+      if (memo[k].cfg == r->cfg && memo[k].params == r->params &&
+          memo[k].expert == r->expert_params)
+        break;
+    if (k < nmemo) {
+      red = memo[k].red, gat = memo[k].gat;
+    } else {
+      dp_times(cm, r, zero >= 3 ? 1 : zero, &red, &gat);
+      if (nmemo < 8)
+        memo[nmemo++] = (struct dp_memo){r->cfg, r->params, r->expert_params, red, gat};
+    }
+    if (zero >= 3) red = gat = 0; /* already paid per microbatch */
+    double hide = slack + (cm->p.overlap_grad_reduce ? r->bwd : 0);
+    double dp_exp = fmax(0, red - hide) + (cm->p.overlap_param_gather ? 0 : gat);
+    /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
+    double D = (double)r->cfg->dp * r->cfg->cp, E = D / r->cfg->ep;
+    double shard = zero >= 1 ? r->params / D + r->expert_params / E : r->params + r->expert_params;
+    double opt = cm__mem_time(cm, 30.0 * shard);
+    if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
+    slack += r->bwd;
+  }
+  out->t.dp_comm_s += tail_dp;
+  out->t.optimizer_s = tail_opt;
+  out->iter_time_s = pipe + p2p_total + tail;
+
+  /* memory: the fullest rank */
+  double worst = -1;
+  for (int i = 0; i < P; i++) {
+    const rank_cost *r = &rk[i];
+    double inflight;
+    if (p->schedule == SPEC_SCHED_GPIPE)
+      inflight = mb * r->act_bytes;
+    else if (v > 1) {
+      double chunks = 2.0 * (P - i - 1) + (v - 1.0) * P + 1;
+      if (chunks > (double)mb * v) chunks = (double)mb * v;
+      inflight = chunks * r->act_bytes / v;
+    } else {
+      double k = P - i < mb ? P - i : mb;
+      inflight = k * r->act_bytes;
+    }
+    cm_memory mem;
+    rank_memory(cm, r, zero, inflight, &mem);
+    if (mem.total_gib > worst) worst = mem.total_gib, out->mem = mem;
+  }
+  out->mem_gib_per_gpu = out->mem.total_gib;
+  out->feasible = out->mem.total_gib <= cm->c.gpu.hbm_gib;
+  out->mem_excess_gib = out->feasible ? 0 : out->mem.total_gib - cm->c.gpu.hbm_gib;
+
+  /* throughput and FLOPs */
+  double tokens = (double)p->gbs * m->seq_len;
+  spec_recompute rcmp = uniform ? p->recompute : p->stages[0].recompute;
+  out->microbatches = mb;
+  out->bottleneck_stage = bott;
+  out->tokens_per_s = tokens / out->iter_time_s;
+  out->model_flops = tokens * cm->flops_per_token;
+  out->hw_flops = out->model_flops +
+                  tokens * (rcmp == SPEC_RECOMPUTE_FULL        ? cm->recompute_full_per_token
+                            : rcmp == SPEC_RECOMPUTE_SELECTIVE ? cm->recompute_selective_per_token
+                                                               : 0);
+  double l = m->layers, h = m->hidden, s = m->seq_len;
+  double k = rcmp == SPEC_RECOMPUTE_FULL ? 96 : 72;
+  out->sc21_flops = k * p->gbs * s * l * h * h * (1 + s / (6 * h) + m->vocab / (16 * l * h));
+  double per_gpu = out->iter_time_s * cm->c.gpus;
+  out->model_tflops_per_gpu = out->model_flops / per_gpu / 1e12;
+  out->sc21_tflops_per_gpu = out->sc21_flops / per_gpu / 1e12;
+  out->mfu = out->model_flops / per_gpu / cm->peak_bf16_flops;
+  out->hfu = out->hw_flops / per_gpu / cm->peak_bf16_flops;
+
+done:
+  if (rk != stack) free(rk);
+  if (counts != counts_stack) free(counts);
+  if (p2p != p2p_stack) free(p2p);
+  free(cfgs);
+  return rc;
+}

@@ -1,0 +1,111 @@
+/* The parameter table: every calibratable or software setting of cm_params by name, so that
+ * calibrations, studies and `--param name=value` read and write the same fields. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_int.h"
+
+typedef struct param_row {
+  const char *name;
+  size_t off;
+  int is_int;
+  double lo, hi;
+  const char *help;
+} param_row;
+
+#define D(field, name, lo, hi, help) {name, offsetof(cm_params, field), 0, lo, hi, help}
+#define I(field, name, lo, hi, help) {name, offsetof(cm_params, field), 1, lo, hi, help}
+static const param_row rows[] = {
+    D(gemm_eff, "gemm_eff", 0.01, 1, "GEMM efficiency of an ideal shape (fraction of peak)"),
+    I(gemm_tile_m, "gemm_tile_m", 1, 4096, "GEMM output tile rows"),
+    I(gemm_tile_n, "gemm_tile_n", 1, 4096, "GEMM output tile columns"),
+    D(gemm_k_half, "gemm_k_half", 0, 1e6, "K at which the k-loop runs at half speed"),
+    D(kernel_us, "kernel_us", 0, 1e4, "fixed cost per kernel, us"),
+    D(attn_fwd_eff, "attn_fwd_eff", 0.01, 1, "flash attention forward, fraction of peak"),
+    D(attn_bwd_eff, "attn_bwd_eff", 0.01, 1, "flash attention backward, fraction of peak"),
+    D(hbm_eff, "hbm_eff", 0.01, 1, "memory-bound ops, fraction of HBM bandwidth"),
+    D(level_eff[CM_LVL_NVLINK], "eff.nvlink", 0.01, 1, "NVLink bandwidth efficiency"),
+    D(level_eff[CM_LVL_NVLINK_UP], "eff.nvlink_up", 0.01, 1, "NVLink Switch (above node)"),
+    D(level_eff[CM_LVL_NET], "eff.net", 0.01, 1, "NIC bandwidth efficiency"),
+    D(level_eff[CM_LVL_SPINE], "eff.spine", 0.01, 1, "spine bandwidth efficiency"),
+    D(level_eff[CM_LVL_TORUS], "eff.torus", 0.01, 1, "torus link bandwidth efficiency"),
+    D(nvls_eff, "eff.nvls", 0.01, 1, "NVLS in-switch reduction efficiency"),
+    D(algo[CM_ALGO_RING].half_bytes, "ring.half_bytes", 1, 1e12, "ring ramp half size, bytes"),
+    D(algo[CM_ALGO_RING].gamma, "ring.gamma", 0.05, 5, "ring ramp slope"),
+    D(algo[CM_ALGO_RING].base_us, "ring.base_us", 0, 1e4, "ring fixed latency, us"),
+    D(algo[CM_ALGO_TREE].half_bytes, "tree.half_bytes", 1, 1e12, "tree ramp half size, bytes"),
+    D(algo[CM_ALGO_TREE].gamma, "tree.gamma", 0.05, 5, "tree ramp slope"),
+    D(algo[CM_ALGO_TREE].base_us, "tree.base_us", 0, 1e4, "tree fixed latency, us"),
+    D(algo[CM_ALGO_NVLS].half_bytes, "nvls.half_bytes", 1, 1e12, "NVLS ramp half size, bytes"),
+    D(algo[CM_ALGO_NVLS].gamma, "nvls.gamma", 0.05, 5, "NVLS ramp slope"),
+    D(algo[CM_ALGO_NVLS].base_us, "nvls.base_us", 0, 1e4, "NVLS fixed latency, us"),
+    D(algo[CM_ALGO_HIER].half_bytes, "hier.half_bytes", 1, 1e12, "hierarchical ramp half size"),
+    D(algo[CM_ALGO_HIER].gamma, "hier.gamma", 0.05, 5, "hierarchical ramp slope"),
+    D(algo[CM_ALGO_HIER].base_us, "hier.base_us", 0, 1e4, "hierarchical fixed latency, us"),
+    D(mem_overhead_gib, "mem_overhead_gib", 0, 1e4, "framework memory overhead per GPU, GiB"),
+    D(grad_bytes, "grad_bytes", 1, 8, "bytes per gradient element kept"),
+    D(grad_comm_bytes, "grad_comm_bytes", 1, 8, "bytes per gradient element reduced"),
+    I(flash_attention, "flash_attention", 0, 1, "1: flash attention; 0: unfused (2021)"),
+    I(dropout, "dropout", 0, 1, "1: dropout layers"),
+    I(overlap_grad_reduce, "overlap_grad_reduce", 0, 1, "DP reduction overlaps backward"),
+    I(overlap_param_gather, "overlap_param_gather", 0, 1, "param all-gather overlaps forward"),
+    I(tp_comm_overlap, "tp_comm_overlap", 0, 1, "TP collectives overlap GEMMs"),
+};
+#undef D
+#undef I
+#define NROWS (sizeof rows / sizeof rows[0])
+
+size_t cm_params_count(void) { return NROWS; }
+const char *cm_params_name(size_t i) { return i < NROWS ? rows[i].name : NULL; }
+const char *cm_params_help(size_t i) { return i < NROWS ? rows[i].help : NULL; }
+
+static const param_row *find(const char *name) {
+  for (size_t i = 0; i < NROWS; i++)
+    if (strcmp(rows[i].name, name) == 0) return &rows[i];
+  return NULL;
+}
+
+int cm_params_get(const cm_params *p, const char *name, double *value) {
+  const param_row *r = find(name);
+  if (!r) return PP_NOTFOUND;
+  const char *at = (const char *)p + r->off;
+  *value = r->is_int ? *(const int *)at : *(const double *)at;
+  return PP_OK;
+}
+
+int cm_params_set(cm_params *p, const char *name, double value, pp_err *err) {
+  const param_row *r = find(name);
+  if (!r) return pp_err_set(err, PP_INPUT, "param: unknown parameter '%.60s'", name);
+  if (!(value >= r->lo && value <= r->hi))
+    return pp_err_set(err, PP_INPUT, "param: %s: must be %g..%g, got %g", name, r->lo, r->hi,
+                      value);
+  char *at = (char *)p + r->off;
+  if (r->is_int) {
+    if (value != (int)value)
+      return pp_err_set(err, PP_INPUT, "param: %s: must be an integer, got %g", name, value);
+    *(int *)at = (int)value;
+  } else {
+    *(double *)at = value;
+  }
+  return PP_OK;
+}
+
+int cm_params_apply(cm_params *p, const char *list, pp_err *err) {
+  char buf[1024];
+  if (strlen(list) >= sizeof buf) return pp_err_set(err, PP_INPUT, "param: list too long");
+  strcpy(buf, list);
+  for (char *save = NULL, *tok = strtok_r(buf, ",;", &save); tok;
+       tok = strtok_r(NULL, ",;", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq) return pp_err_set(err, PP_INPUT, "param: '%.60s': expected name=value", tok);
+    *eq = '\0';
+    char *end;
+    double v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end)
+      return pp_err_set(err, PP_INPUT, "param: %s: '%.40s' is not a number", tok, eq + 1);
+    if (cm_params_set(p, tok, v, err)) return err->code;
+  }
+  return PP_OK;
+}

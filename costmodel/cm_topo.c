@@ -1,0 +1,175 @@
+/* Topology levels and where a group of ranks sits on them.
+ *
+ * A cluster is GPUs in nodes (NVLink inside), nodes in NVLink domains (NVLink Switch above
+ * the node, tapered), domains joined by a fat tree (NIC rails, leaves, oversubscribed spine)
+ * or a torus. A group crosses a level when two of its members are joined only through it.
+ * Groups of one kind (all TP groups, all DP groups) run their collectives at once, so the
+ * links of a node above the GPU are shared by every group with a member in that node: a node
+ * with `sharing` such groups gives each 1/sharing of its uplink or NIC capacity. For a ring,
+ * the traffic a node sends upward per group equals the per-rank ring volume whatever the
+ * number of members in the node (one ring edge leaves the node per channel), which is why
+ * the per-node share compares directly with a GPU's own NVLink bandwidth. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_int.h"
+
+static const char *const level_names[CM_NLEVELS] = {"nvlink", "nvlink-up", "net", "spine",
+                                                    "torus"};
+
+const char *cm_level_name(cm_level l) { return (unsigned)l < CM_NLEVELS ? level_names[l] : "?"; }
+
+static int imin(int a, int b) { return a < b ? a : b; }
+static int imax(int a, int b) { return a > b ? a : b; }
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* Bandwidths and latencies of the levels a placement crosses. */
+static void fill_levels(const cm_model *cm, cm_place *pl, int node_span) {
+  const spec_cluster *c = &cm->c;
+  const double *eff = cm->p.level_eff;
+  int n = pl->ranks;
+  pl->levels = 0;
+  if (n <= 1) return;
+  if (c->network.kind == SPEC_NET_TORUS) {
+    pl->levels |= 1u << CM_LVL_TORUS;
+    double links = pl->torus_dims * (pl->torus_wrap ? 2.0 : 1.0);
+    pl->bw_gbps[CM_LVL_TORUS] = c->network.link_gbps * links * eff[CM_LVL_TORUS];
+    pl->lat_us[CM_LVL_TORUS] = c->network.latency_us;
+    return;
+  }
+  int dom = cm->dom;
+  if (dom > 1 && pl->per_node > 1 && pl->per_domain > 1) {
+    pl->levels |= 1u << CM_LVL_NVLINK;
+    pl->bw_gbps[CM_LVL_NVLINK] = c->nvlink.gbps_per_gpu * eff[CM_LVL_NVLINK];
+    pl->lat_us[CM_LVL_NVLINK] = c->nvlink.latency_us;
+  }
+  if (dom > cm->gpn && pl->per_domain > pl->per_node) {
+    pl->levels |= 1u << CM_LVL_NVLINK_UP;
+    double node_up = cm->gpn * c->nvlink.gbps_per_gpu / c->nvlink.taper;
+    pl->bw_gbps[CM_LVL_NVLINK_UP] = node_up / pl->sharing * eff[CM_LVL_NVLINK_UP];
+    pl->lat_us[CM_LVL_NVLINK_UP] = c->nvlink.latency_us;
+  }
+  if (pl->domains > 1 || (dom <= 1 && n > 1)) {
+    pl->levels |= 1u << CM_LVL_NET;
+    double node_nic = c->network.nics_per_node * c->network.nic_gbps / 8.0;
+    pl->bw_gbps[CM_LVL_NET] = node_nic / pl->sharing * eff[CM_LVL_NET];
+    pl->lat_us[CM_LVL_NET] = c->network.latency_us;
+    if (ceil_div(node_span, cm->leaf_nodes) > 1) {
+      pl->levels |= 1u << CM_LVL_SPINE;
+      pl->bw_gbps[CM_LVL_SPINE] = pl->bw_gbps[CM_LVL_NET] / c->network.oversubscription;
+      pl->lat_us[CM_LVL_SPINE] = c->network.latency_us;
+    }
+  }
+}
+
+/* Distinct coordinates a progression 0, s, 2s, ... (n terms) takes along each torus dim. */
+static void torus_span(const int dims[3], int n, int s, int cnt[3]) {
+  int X = dims[0], Y = dims[1], Z = dims[2];
+  cnt[0] = cnt[1] = cnt[2] = 1;
+  if (s < X) {
+    cnt[0] = imin(n, imax(1, X / s));
+    int rest = ceil_div(n, cnt[0]);
+    cnt[1] = imin(Y, rest);
+    cnt[2] = imin(Z, ceil_div(rest, Y));
+  } else if (s < X * Y) {
+    int sy = s / X;
+    cnt[1] = imin(n, imax(1, Y / sy));
+    cnt[2] = imin(Z, ceil_div(n, cnt[1]));
+  } else {
+    int sz = s / (X * Y);
+    cnt[2] = imin(n, imax(1, Z / sz));
+  }
+}
+
+static void torus_fill(const cm_model *cm, cm_place *pl, const int cnt[3]) {
+  const int *dims = cm->c.network.dims;
+  pl->torus_dims = 0;
+  pl->torus_wrap = 1;
+  for (int d = 0; d < 3; d++) {
+    if (cnt[d] <= 1) continue;
+    pl->torus_dims++;
+    if (!(cm->c.network.wraparound && cnt[d] == dims[d] && dims[d] > 2)) pl->torus_wrap = 0;
+  }
+  if (!pl->torus_dims) pl->torus_wrap = 0;
+}
+
+void cm_place_group(const cm_model *cm, int n, int stride, cm_place *pl) {
+  memset(pl, 0, sizeof *pl);
+  pl->ranks = n;
+  pl->key = 1ull << 63 | (unsigned long long)(unsigned)n << 32 | (unsigned)(stride < 1 ? 1 : stride);
+  pl->per_node = pl->per_domain = pl->nodes = pl->domains = pl->sharing = 1;
+  if (n <= 1) return;
+  if (stride < 1) stride = 1;
+  int gpn = cm->gpn, dom = cm->dom;
+  pl->per_node = stride >= gpn ? 1 : imin(n, imax(1, gpn / stride));
+  pl->nodes = ceil_div(n, pl->per_node);
+  pl->per_domain = dom <= 1 ? 1 : stride >= dom ? 1 : imin(n, imax(1, dom / stride));
+  pl->domains = ceil_div(n, pl->per_domain);
+  pl->sharing = imax(1, gpn / pl->per_node);
+  int node_stride = stride >= gpn ? stride / gpn : 1;
+  int span = (pl->nodes - 1) * node_stride + 1;
+  if (cm->c.network.kind == SPEC_NET_TORUS) {
+    int cnt[3];
+    torus_span(cm->c.network.dims, n, stride, cnt);
+    torus_fill(cm, pl, cnt);
+  }
+  fill_levels(cm, pl, span);
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Largest multiplicity and number of distinct values of keys[0..n) (sorted in place). */
+static void count_keys(int *keys, int n, int *most, int *distinct) {
+  qsort(keys, (size_t)n, sizeof *keys, cmp_int);
+  *most = 0;
+  *distinct = 0;
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && keys[j] == keys[i]) j++;
+    if (j - i > *most) *most = j - i;
+    (*distinct)++;
+    i = j;
+  }
+}
+
+void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *pl) {
+  memset(pl, 0, sizeof *pl);
+  pl->ranks = n;
+  pl->per_node = pl->per_domain = pl->nodes = pl->domains = pl->sharing = 1;
+  if (n <= 1) return;
+  int *k = malloc((size_t)n * sizeof *k);
+  if (!k) return;
+  int gpn = cm->gpn, dom = cm->dom, lo = gpus[0], hi = gpus[0];
+  for (int i = 0; i < n; i++) {
+    k[i] = gpus[i] / gpn;
+    lo = gpus[i] < lo ? gpus[i] : lo;
+    hi = gpus[i] > hi ? gpus[i] : hi;
+  }
+  count_keys(k, n, &pl->per_node, &pl->nodes);
+  if (dom > 1) {
+    for (int i = 0; i < n; i++) k[i] = gpus[i] / dom;
+    count_keys(k, n, &pl->per_domain, &pl->domains);
+  } else {
+    pl->per_domain = 1;
+    pl->domains = n;
+  }
+  pl->sharing = imax(1, gpn / pl->per_node);
+  if (cm->c.network.kind == SPEC_NET_TORUS) {
+    const int *d = cm->c.network.dims;
+    int cnt[3];
+    for (int a = 0; a < 3; a++) {
+      for (int i = 0; i < n; i++) {
+        int g = gpus[i];
+        k[i] = a == 0 ? g % d[0] : a == 1 ? g / d[0] % d[1] : g / (d[0] * d[1]);
+      }
+      int most;
+      count_keys(k, n, &most, &cnt[a]);
+    }
+    torus_fill(cm, pl, cnt);
+  }
+  free(k);
+  fill_levels(cm, pl, hi / gpn - lo / gpn + 1);
+}

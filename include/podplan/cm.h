@@ -1,0 +1,190 @@
+/* podplan cost model: scores a plan analytically (compute, memory, collectives, pipeline
+ * schedule) in microseconds. A cm_model holds one (model, cluster, parameters) triple and
+ * everything about it that does not depend on the plan. Parameters are the published
+ * defaults until a calibration replaces them. Depends on spec.h; knows nothing of SimGrid. */
+#ifndef PODPLAN_CM_H
+#define PODPLAN_CM_H
+
+#include <stddef.h>
+
+#include "podplan/err.h"
+#include "podplan/spec.h"
+
+/* ---- topology ------------------------------------------------------------------------------
+ * A cluster compiles to levels a group of ranks may cross, innermost first. */
+typedef enum {
+  CM_LVL_NVLINK,    /* GPU <-> NVSwitch inside a node */
+  CM_LVL_NVLINK_UP, /* above the node inside a multi-node NVLink domain (tapered) */
+  CM_LVL_NET,       /* NICs between NVLink domains (fat tree: leaf) */
+  CM_LVL_SPINE,     /* fat-tree spine (oversubscribed) */
+  CM_LVL_TORUS,     /* torus links */
+  CM_NLEVELS
+} cm_level;
+const char *cm_level_name(cm_level l);
+
+/* Where one group of a plan sits: which levels it crosses and who shares them. */
+typedef struct cm_place {
+  int ranks;            /* group size n */
+  int per_node;         /* members in one node */
+  int nodes;            /* nodes spanned */
+  int per_domain;       /* members in one NVLink domain */
+  int domains;          /* NVLink domains spanned */
+  int sharing;          /* groups of this kind with members in one node (share its links) */
+  unsigned levels;      /* bit (1 << cm_level) per level crossed */
+  int torus_dims;       /* torus: dimensions spanned */
+  int torus_wrap;       /* torus: 1 when every spanned dimension closes into a ring */
+  unsigned long long key;      /* identifies a placement from cm_place_group (cache key); 0 for
+                                * explicit lists and derived placements */
+  double bw_gbps[CM_NLEVELS];  /* GB/s per direction this group gets at each level it crosses
+                                * (per rank for NVLINK/TORUS, per node share otherwise) */
+  double lat_us[CM_NLEVELS];   /* one hop at each level */
+} cm_place;
+
+/* ---- collectives ---------------------------------------------------------------------------
+ * One row per collective; sizes follow nccl-tests: `bytes` is the per-rank buffer (all-gather:
+ * the gathered output; reduce-scatter: the input; all-to-all: the total a rank sends and
+ * receives incl. its own part). */
+typedef enum {
+  CM_ALL_REDUCE,
+  CM_ALL_GATHER,
+  CM_REDUCE_SCATTER,
+  CM_ALL_TO_ALL,
+  CM_BROADCAST,
+  CM_SEND_RECV,
+  CM_NCOLLS
+} cm_coll;
+typedef enum { CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_HIER, CM_NALGOS } cm_algo;
+const char *cm_coll_name(cm_coll c);
+const char *cm_algo_name(cm_algo a);
+/* nccl-tests bus-bandwidth factor: busbw = algbw * factor(n). */
+double cm_coll_busbw_factor(cm_coll c, int n);
+
+/* ---- parameters ---------------------------------------------------------------------------- */
+
+/* How fast one collective algorithm runs: a bandwidth ramp and a fixed latency. The ramp is
+ * eff(S) = 1 / (1 + (half / S)^gamma) on top of the level efficiencies. */
+typedef struct cm_algo_params {
+  double half_bytes; /* per-rank message size at which the ramp reaches one half */
+  double gamma;      /* steepness of the ramp in log size */
+  double base_us;    /* fixed latency per call (launch, synchronisation) */
+} cm_algo_params;
+
+typedef struct cm_params {
+  /* GEMMs: time = flops / (peak * gemm_eff * wave(m, n) * kloop(k)) + kernel_us */
+  double gemm_eff;      /* large, square GEMMs: fraction of the dense peak */
+  int gemm_tile_m;      /* output tile the SMs work on (wave quantisation) */
+  int gemm_tile_n;
+  double gemm_k_half;   /* K at which the k-loop alone would run at half speed */
+  double kernel_us;     /* fixed cost per kernel (launch, tail) */
+  /* attention (flash-style, causal): fraction of the dense peak, forward and backward */
+  double attn_fwd_eff;
+  double attn_bwd_eff;
+  /* memory-bound ops: fraction of HBM bandwidth */
+  double hbm_eff;
+  /* collectives: bandwidth efficiency of each level, then ramp and latency per algorithm */
+  double level_eff[CM_NLEVELS];
+  double nvls_eff;      /* in-switch reduction: fraction of NVLink bandwidth */
+  cm_algo_params algo[CM_NALGOS];
+  /* memory */
+  double mem_overhead_gib;   /* CUDA context, NCCL buffers, allocator fragmentation */
+  double grad_bytes;         /* bytes per gradient element kept (4: fp32 main grads) */
+  double grad_comm_bytes;    /* bytes per gradient element reduced over data parallelism */
+  /* the training software being modelled */
+  int flash_attention;       /* 0: unfused softmax with s^2 activations (Megatron 2021) */
+  int dropout;               /* 1: dropout layers (GPT-era), 0: none (Llama-era) */
+  int overlap_grad_reduce;   /* DP reduction overlaps the last backward */
+  int overlap_param_gather;  /* distributed-optimizer all-gather overlaps the next forward */
+  int tp_comm_overlap;       /* TP collectives overlap GEMMs (Transformer Engine) */
+} cm_params;
+
+/* Defaults from published figures (../shared/data, notes/nccl.md, notes/gpu.md), the
+ * software defaults of today's Megatron-Core, and dropout as the model family trains. */
+void cm_params_default(const spec_model *m, cm_params *out);
+
+/* The parameter table: names ("gemm_eff", "eff.nvlink", "ring.half_bytes", "flash_attention",
+ * ...), their values, and "name=value,name=value" lists (PP_INPUT on an unknown name or a
+ * value out of range). */
+size_t cm_params_count(void);
+const char *cm_params_name(size_t i);
+const char *cm_params_help(size_t i);
+int cm_params_get(const cm_params *p, const char *name, double *value);
+int cm_params_set(cm_params *p, const char *name, double value, pp_err *err);
+int cm_params_apply(cm_params *p, const char *list, pp_err *err);
+
+/* ---- results ------------------------------------------------------------------------------- */
+
+/* Seconds on the critical path of one iteration; they add up to the iteration time. */
+typedef struct cm_breakdown {
+  double compute_s;   /* forward, backward and recompute of the slowest stage, all microbatches */
+  double tp_comm_s;   /* exposed tensor/sequence-parallel collectives */
+  double cp_comm_s;   /* exposed context-parallel (ring attention) exchanges */
+  double ep_comm_s;   /* expert-parallel all-to-all */
+  double pp_bubble_s; /* pipeline fill and drain */
+  double pp_p2p_s;    /* stage-to-stage sends */
+  double dp_comm_s;   /* exposed data-parallel gradient reduction and parameter gathers */
+  double optimizer_s; /* optimizer step */
+} cm_breakdown;
+
+/* Peak memory per GPU of the fullest stage, GiB. */
+typedef struct cm_memory {
+  double weights_gib;
+  double grads_gib;
+  double optimizer_gib;
+  double activations_gib; /* in-flight microbatches of the schedule */
+  double other_gib;       /* logits, embedding/LM-head buffers, recompute working set */
+  double overhead_gib;    /* framework overhead */
+  double total_gib;
+} cm_memory;
+
+typedef struct cm_result {
+  double iter_time_s;
+  double tokens_per_s;          /* whole cluster */
+  double model_tflops_per_gpu;  /* 6*N*tokens + causal attention, recompute not counted */
+  double mfu;                   /* model_tflops_per_gpu / peak */
+  double hfu;                   /* hardware FLOPs (recompute counted) / peak */
+  double sc21_tflops_per_gpu;   /* Narayanan et al. SC'21: 96 (full recompute) or 72 */
+  double model_flops;           /* per iteration */
+  double hw_flops;              /* per iteration, recompute counted */
+  double sc21_flops;            /* per iteration */
+  cm_breakdown t;
+  cm_memory mem;
+  double mem_gib_per_gpu;       /* == mem.total_gib */
+  int feasible;                 /* 1 when the fullest stage fits in the GPU's memory */
+  double mem_excess_gib;        /* how far over the GPU's memory (0 when feasible) */
+  int microbatches;
+  int bottleneck_stage;         /* pipeline stage with the longest time per microbatch */
+} cm_result;
+
+/* ---- the model ------------------------------------------------------------------------------
+ * A cm_model caches layer costs and collective times between evaluations (the search loop
+ * scores millions of plans that share them): use one cm_model per thread. */
+typedef struct cm_model cm_model;
+
+/* p may be NULL for the defaults. */
+int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params *p,
+                    cm_model **out, pp_err *err);
+void cm_model_destroy(cm_model *cm);
+const cm_params *cm_model_params(const cm_model *cm);
+
+/* Scores a resolved, valid plan (uniform or non-uniform). An infeasible plan is a result,
+ * not an error: feasible = 0 and mem_excess_gib say by how much. */
+int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err);
+
+/* Placement of a group of n ranks whose GPU ids step by `stride` (uniform plans: TP stride 1,
+ * CP stride tp, DP stride tp*cp, PP neighbours stride tp*cp*dp), with `sharing` groups of the
+ * same kind active at once. */
+void cm_place_group(const cm_model *cm, int n, int stride, cm_place *out);
+/* Placement of an explicit list of GPU ids (non-uniform plans). */
+void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *out);
+
+/* Time of one collective of `bytes` on a placed group with a given algorithm (a negative
+ * time when the algorithm cannot run there, e.g. NVLS outside one NVLink domain), and the
+ * fastest algorithm, as NCCL would pick it. */
+double cm_coll_time(const cm_model *cm, cm_coll c, cm_algo a, double bytes, const cm_place *pl);
+double cm_coll_best(const cm_model *cm, cm_coll c, double bytes, const cm_place *pl,
+                    cm_algo *chosen);
+
+/* Time of one GEMM (m x n x k, the model's dtype) and its efficiency (fraction of peak). */
+double cm_gemm_time(const cm_model *cm, double m, double n, double k, double *eff);
+
+#endif

@@ -1,0 +1,33 @@
+/* podplan studies (benchmarks/): the validation of the cost model against published training
+ * runs, and later the pillar and capacity studies. Depends on spec.h, cm.h and store.h. */
+#ifndef PODPLAN_STUDY_H
+#define PODPLAN_STUDY_H
+
+#include <stdio.h>
+
+#include "podplan/err.h"
+
+typedef struct study_validate_opts {
+  const char *data;    /* a published-runs CSV; NULL: the copy built into podplan */
+  const char *out_dir; /* where validate.csv goes; NULL: nowhere */
+  const char *db;      /* store the published and predicted scores here; NULL: nowhere */
+  FILE *out;           /* the table and the MAPE summary; NULL: stdout */
+} study_validate_opts;
+
+typedef struct study_validate_summary {
+  int rows, used, skipped;     /* rows read, predicted, not usable */
+  int target_rows;             /* rows of the accuracy target (SC'21 Table 1, Korthikanti, MT-NLG) */
+  double target_mape;          /* mean |error| of iteration time over the target rows, percent */
+  double target_max;           /* largest |error| among the target rows, percent */
+  int holdout_rows;
+  double holdout_mape;         /* the rows kept aside to check the model, percent */
+  double holdout_max;
+  int infeasible;              /* published configurations the model says do not fit */
+} study_validate_summary;
+
+/* Predicts every usable row, prints the per-row table and the MAPE per source, per set and
+ * overall, writes out_dir/validate.csv and stores the scores (source published and
+ * costmodel) in one transaction. */
+int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err);
+
+#endif
