@@ -1,4 +1,6 @@
 /* A small RFC 4180 CSV reader for the study data files. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,4 +120,28 @@ fail:
   free(fields);
   free(rec_start);
   return err->code;
+}
+
+int study__csv_load(const char *path, const unsigned char *builtin, size_t builtin_len,
+                    const char *name, study__csv *out, pp_err *err) {
+  if (!path) return study__csv_parse((const char *)builtin, builtin_len, name, out, err);
+  FILE *f = fopen(path, "rb");
+  if (!f) return pp_err_set(err, PP_INPUT, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 1 << 16, n = 0, k;
+  char *text = malloc(cap);
+  while (text && (k = fread(text + n, 1, cap - n, f)) > 0) {
+    n += k;
+    if (n == cap) {
+      char *t2 = realloc(text, cap *= 2);
+      if (!t2) free(text);
+      text = t2;
+    }
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (!text) return pp_err_set(err, PP_NOMEM, "%s: out of memory", path);
+  int rc = bad ? pp_err_set(err, PP_IO, "%s: read failed", path)
+               : study__csv_parse(text, n, path, out, err);
+  free(text);
+  return rc;
 }

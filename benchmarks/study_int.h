@@ -23,8 +23,14 @@ void study__csv_free(study__csv *c);
 /* Column index by name, or -1. */
 int study__csv_col(const study__csv *c, const char *name);
 
-/* data/published_runs.csv as built into the binary. */
+/* data/published_runs.csv and data/nccl_busbw.csv as built into the binary. */
 extern const unsigned char study__published_runs[];
 extern const size_t study__published_runs_len;
+extern const unsigned char study__nccl_busbw[];
+extern const size_t study__nccl_busbw_len;
+
+/* Reads a CSV file, or the built-in text when path is NULL. */
+int study__csv_load(const char *path, const unsigned char *builtin, size_t builtin_len,
+                    const char *name, study__csv *out, pp_err *err);
 
 #endif

@@ -207,34 +207,78 @@ fail:
   return err->code;
 }
 
+/* "365-370" -> 367.5, "~480" -> 480, "2-4 GiB" -> 3 GiB; -1 when not a number */
+static double loose_num(const char *s) {
+  while (*s == '~' || *s == ' ') s++;
+  char *e;
+  double a = strtod(s, &e);
+  if (e == s) return -1;
+  if (*e == '-') a = (a + strtod(e + 1, &e)) / 2;
+  while (*e == ' ') e++;
+  if (strncmp(e, "GiB", 3) == 0) return a * 1024.0 * 1024 * 1024;
+  if (*e && strncmp(e, "per", 3) != 0) return -1;
+  return a;
+}
+
+/* Predicted against published all-reduce bus bandwidth, every row of nccl_busbw.csv with a
+ * GPU count, a node count, a message of at least 64 MiB and a busbw; the algorithm the row
+ * names (Ring) or NCCL's own choice (default, NVLS). */
+static int coll_curves(const char *path, FILE *out, study_validate_summary *sum, pp_err *err) {
+  study__csv c;
+  const char *origin = path ? path : "built-in nccl_busbw.csv";
+  if (study__csv_load(path, study__nccl_busbw, study__nccl_busbw_len, origin, &c, err))
+    return err->code;
+  fprintf(out, "\nAll-reduce bus bandwidth, predicted vs published nccl-tests (>= 64 MiB):\n");
+  fprintf(out, "  %-36s %5s %-12s %12s %10s %10s %8s\n", "system", "GPUs", "algorithm", "bytes",
+          "published", "predicted", "error%");
+  for (int i = 0; i < c.nrows; i++) {
+    char **row = c.rows[i];
+    const char *sys = F(&c, row, "system"), *algo = F(&c, row, "algorithm");
+    double gpus = loose_num(F(&c, row, "gpus")), nodes = loose_num(F(&c, row, "nodes"));
+    double size = loose_num(F(&c, row, "message_size_bytes")), bus = loose_num(F(&c, row, "busbw_gb_s"));
+    if (size < 0) size = loose_num(algo + strcspn(algo, "0123456789"));
+    if (strncmp(F(&c, row, "collective"), "all_reduce", 10) || gpus < 2 || nodes < 1 ||
+        size < 64.0 * 1024 * 1024 || bus <= 0)
+      continue;
+    const char *preset = strstr(sys, "A100") ? "dgx-a100" : strstr(sys, "H100") ? "dgx-h100" : NULL;
+    if (!preset) continue;
+    spec_model m;
+    spec_cluster cl;
+    cm_model *cm = NULL;
+    if (spec_model_load("gpt3-175b", &m, err) || spec_cluster_load(preset, (int)gpus, &cl, err) ||
+        cm_model_create(&m, &cl, NULL, &cm, err)) {
+      study__csv_free(&c);
+      return err->code;
+    }
+    cm_place pl;
+    cm_place_group(cm, (int)gpus, 1, &pl);
+    int ring = strncmp(algo, "Ring", 4) == 0 && !strstr(algo, "Tree");
+    cm_algo chosen = CM_ALGO_RING;
+    double t = ring ? cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_RING, size, &pl)
+                    : cm_coll_best(cm, CM_ALL_REDUCE, size, &pl, &chosen);
+    double pred = cm_coll_busbw_factor(CM_ALL_REDUCE, (int)gpus) * size / t / 1e9;
+    double e = 100 * (pred / bus - 1);
+    cm_model_destroy(cm);
+    char a[40];
+    snprintf(a, sizeof a, "%s", ring ? "ring" : cm_algo_name(chosen));
+    fprintf(out, "  %-36.36s %5.0f %-12s %12.0f %10.1f %10.1f %+7.1f%%\n", sys, gpus, a, size,
+            bus, pred, e);
+    sum->coll_points++;
+    if (gpus == 8 && nodes == 1 && fabs(e) > sum->coll_max_err) sum->coll_max_err = fabs(e);
+  }
+  fprintf(out, "  %d points; largest |error| on one 8-GPU node: %.1f%%\n", sum->coll_points,
+          sum->coll_max_err);
+  study__csv_free(&c);
+  return PP_OK;
+}
+
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err) {
   FILE *out = o->out ? o->out : stdout;
   memset(sum, 0, sizeof *sum);
   study__csv csv;
-  char *text = NULL;
-  size_t len = study__published_runs_len;
-  const char *origin = "built-in published_runs.csv";
-  if (o->data) {
-    origin = o->data;
-    FILE *f = fopen(o->data, "rb");
-    if (!f) return pp_err_set(err, PP_INPUT, "%s: cannot open: %s", o->data, strerror(errno));
-    size_t cap = 1 << 16, n = 0, k;
-    text = malloc(cap);
-    while (text && (k = fread(text + n, 1, cap - n, f)) > 0) {
-      n += k;
-      if (n == cap) {
-        char *t2 = realloc(text, cap *= 2);
-        if (!t2) free(text);
-        text = t2;
-      }
-    }
-    fclose(f);
-    if (!text) return pp_err_set(err, PP_NOMEM, "%s: out of memory", o->data);
-    len = n;
-  }
-  int rc = study__csv_parse(text ? text : (const char *)study__published_runs, len, origin, &csv,
-                            err);
-  free(text);
+  const char *origin = o->data ? o->data : "built-in published_runs.csv";
+  int rc = study__csv_load(o->data, study__published_runs, study__published_runs_len, origin,
+                           &csv, err);
   if (rc) return rc;
   const char *need[] = {"row", "set", "short", "model_name", "num_gpus", "cluster", "tp", "pp",
                         "dp", "micro_batch", "global_batch", "compare", "params"};
@@ -293,6 +337,7 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
             rr->err_pct, rr->mem_gib, rr->feasible ? "" : " DOES NOT FIT");
     sum->used++;
     sum->infeasible += !rr->feasible;
+    sum->target_infeasible += !rr->feasible && strcmp(set, "target") == 0;
     acc_add(by_src, &nsrc, 32, rr->source, rr->err_pct);
     acc_add(by_set, &nset, 4, set, rr->err_pct);
     n++;
@@ -314,6 +359,7 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
   }
   fprintf(out, "  %d rows predicted, %d skipped, %d predicted not to fit\n", sum->used,
           sum->skipped, sum->infeasible);
+  if ((rc = coll_curves(o->busbw, out, sum, err))) goto done;
   if (o->out_dir && (rc = write_csv(o->out_dir, rs, n, err))) goto done;
   if (o->db && (rc = store_rows(o->db, rs, n, err))) goto done;
 done:

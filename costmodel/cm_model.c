@@ -99,9 +99,12 @@ int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params 
   cm->recompute_selective_per_token = m->layers * attn_fwd;
   cm->gpn = c->gpus_per_node;
   cm->dom = c->nvlink.domain_gpus;
-  int half = c->network.switch_radix / 2;
-  cm->leaf_nodes = c->network.rail_optimized ? half : half / c->network.nics_per_node;
-  if (cm->leaf_nodes < 1) cm->leaf_nodes = 1;
+  cm->leaf_nodes = 1 << 30; /* no fat tree: no spine */
+  if (c->network.kind == SPEC_NET_FAT_TREE) {
+    int half = c->network.switch_radix / 2;
+    cm->leaf_nodes = c->network.rail_optimized ? half : half / c->network.nics_per_node;
+    if (cm->leaf_nodes < 1) cm->leaf_nodes = 1;
+  }
   *out = cm;
   return PP_OK;
 }

@@ -9,6 +9,7 @@
 
 typedef struct study_validate_opts {
   const char *data;    /* a published-runs CSV; NULL: the copy built into podplan */
+  const char *busbw;   /* a published nccl-tests bandwidth CSV; NULL: the built-in copy */
   const char *out_dir; /* where validate.csv goes; NULL: nowhere */
   const char *db;      /* store the published and predicted scores here; NULL: nowhere */
   FILE *out;           /* the table and the MAPE summary; NULL: stdout */
@@ -23,11 +24,15 @@ typedef struct study_validate_summary {
   double holdout_mape;         /* the rows kept aside to check the model, percent */
   double holdout_max;
   int infeasible;              /* published configurations the model says do not fit */
+  int target_infeasible;       /* ... among the target rows */
+  int coll_points;             /* all-reduce bus bandwidths compared (messages >= 64 MiB) */
+  double coll_max_err;         /* largest |error| among the 8-GPU, one-node points, percent */
 } study_validate_summary;
 
 /* Predicts every usable row, prints the per-row table and the MAPE per source, per set and
- * overall, writes out_dir/validate.csv and stores the scores (source published and
- * costmodel) in one transaction. */
+ * overall, then the predicted against the published all-reduce bus bandwidths; writes
+ * out_dir/validate.csv and stores the scores (source published and costmodel) in one
+ * transaction. */
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err);
 
 #endif

@@ -1,0 +1,215 @@
+/* The cost model against hand-computed values: ring all-reduce = 2(n-1)/n S/B + 2(n-1) a,
+ * FLOP counts, Korthikanti et al. 2022 activation memory (Table 2), GEMM efficiency at the
+ * measured point; monotonicity (more data parallelism never raises memory per GPU, a slower
+ * fabric never makes a plan faster); an infeasible plan says by how much. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "podplan/cm.h"
+
+static cm_model *make(const char *model, const char *cluster, int gpus, const char *params) {
+  spec_model m;
+  spec_cluster c;
+  cm_params p;
+  pp_err err = {0};
+  cm_model *cm = NULL;
+  if (spec_model_load(model, &m, &err) || spec_cluster_load(cluster, gpus, &c, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    abort();
+  }
+  cm_params_default(&m, &p);
+  if (params && cm_params_apply(&p, params, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    abort();
+  }
+  if (cm_model_create(&m, &c, &p, &cm, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    abort();
+  }
+  return cm;
+}
+
+static int eval(cm_model *cm, const char *model, const char *cluster, int gpus, const char *plan,
+                cm_result *r) {
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  pp_err err = {0};
+  int rc = spec_model_load(model, &m, &err) || spec_cluster_load(cluster, gpus, &c, &err) ||
+           spec_plan_parse(plan, &p, &err) || spec_plan_resolve(&p, &m, &c, &err) ||
+           cm_eval(cm, &p, r, &err);
+  if (rc) fprintf(stderr, "%s: %s\n", plan, err.msg);
+  spec_plan_clear(&p);
+  return rc;
+}
+
+static void ring_formula(void) {
+  /* no ramp (half size 1 byte) and no fixed latency: pure alpha-beta */
+  const char *pure = "ring.half_bytes=1,ring.gamma=5,ring.base_us=0";
+  cm_model *cm = make("gpt3-175b", "dgx-h100", 1024, pure);
+  cm_place pl;
+  double S = 1 << 30;
+  /* 8 GPUs of one node over NVLink: B = 450 GB/s * 0.82, alpha = 0.6 us */
+  cm_place_group(cm, 8, 1, &pl);
+  CHECK(pl.levels == (1u << CM_LVL_NVLINK));
+  double B = 450e9 * 0.82, a = 0.6e-6, n = 8;
+  double want = 2 * (n - 1) / n * S / B + 2 * (n - 1) * a;
+  CHECK_NEAR(cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_RING, S, &pl), want, 1e-6);
+  /* 16 GPUs one per node (a DP group of a TP=8 plan): each gets one of the node's 8 NICs */
+  cm_place_group(cm, 16, 8, &pl);
+  CHECK_EQ(pl.per_node, 1);
+  CHECK_EQ(pl.sharing, 8);
+  CHECK(pl.levels & (1u << CM_LVL_NET));
+  B = 8 * 400e9 / 8 / 8 * 0.96, a = 2.7e-6, n = 16;
+  want = 2 * (n - 1) / n * S / B + 2 * (n - 1) * a;
+  CHECK_NEAR(cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_RING, S, &pl), want, 1e-6);
+  /* all-gather and reduce-scatter move half of an all-reduce */
+  CHECK_NEAR(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_RING, S, &pl),
+             (n - 1) / n * S / B + (n - 1) * a, 1e-6);
+  /* NVLS cannot run across NVLink domains; tree needs nodes */
+  CHECK(cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_NVLS, S, &pl) < 0);
+  cm_place_group(cm, 8, 1, &pl);
+  CHECK(cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_TREE, S, &pl) < 0);
+  CHECK(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_NVLS, S, &pl) < 0);
+  cm_model_destroy(cm);
+}
+
+static void sharing(void) {
+  /* a rail-optimized and a plain fat tree give DP groups the same NIC share, but a group
+   * spanning more nodes than a leaf holds crosses the spine and its oversubscription */
+  const char *plain =
+      "{\"name\":\"plain\",\"gpu\":\"h100-sxm\",\"gpus\":1024,\"gpus_per_node\":8,"
+      "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6},"
+      "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":false,\"nic_gbps\":400,"
+      "\"nics_per_node\":8,\"latency_us\":2.7,\"switch_radix\":64,\"oversubscription\":2}}";
+  cm_model *rail = make("gpt3-175b", "dgx-h100", 1024, NULL), *flat = make("gpt3-175b", plain, 0, NULL);
+  cm_place a, b;
+  cm_place_group(rail, 16, 8, &a); /* 16 nodes: one rail leaf holds 32 nodes */
+  cm_place_group(flat, 16, 8, &b); /* a plain leaf holds 32 ports / 8 NICs = 4 nodes */
+  CHECK(!(a.levels & (1u << CM_LVL_SPINE)));
+  CHECK(b.levels & (1u << CM_LVL_SPINE));
+  CHECK_NEAR(b.bw_gbps[CM_LVL_SPINE], a.bw_gbps[CM_LVL_NET] / 2, 1e-9);
+  double S = 1 << 28;
+  CHECK(cm_coll_best(flat, CM_ALL_REDUCE, S, &b, NULL) > 1.5 * cm_coll_best(rail, CM_ALL_REDUCE, S, &a, NULL));
+  /* TP=8 and DP groups on the 256-GPU NVLink domain share the 2:1 taper above the node */
+  cm_model *nvl = make("gpt3-175b", "h100-nvl256", 256, NULL);
+  cm_place dp;
+  cm_place_group(nvl, 32, 8, &dp);
+  CHECK(dp.levels == (1u << CM_LVL_NVLINK_UP));
+  CHECK_NEAR(dp.bw_gbps[CM_LVL_NVLINK_UP], 8 * 450.0 / 2 / 8 * 0.82, 1e-9);
+  cm_model_destroy(rail);
+  cm_model_destroy(flat);
+  cm_model_destroy(nvl);
+}
+
+static void flops_and_memory(void) {
+  /* GPT-3 175B, one microbatch of one sequence on tp=8: Korthikanti et al. 2022 Table 2 */
+  const char *sw = "flash_attention=0,dropout=1";
+  const double s = 2048, b = 1, h = 12288, a = 96, L = 96, t = 8, V = 51200, G = 1024.0 * 1024 * 1024;
+  struct {
+    const char *plan;
+    double per_layer; /* bytes */
+  } act[] = {
+      {"tp=8,mbs=1,gbs=1,recompute=none", s * b * h * (10 + 24 / t + 5 * a * s / (h * t))},
+      {"tp=8,mbs=1,gbs=1,sp=1,recompute=none", s * b * h / t * (34 + 5 * a * s / h)},
+      {"tp=8,mbs=1,gbs=1,sp=1,recompute=selective", 34 * s * b * h / t},
+      {"tp=8,mbs=1,gbs=1,recompute=full", 2 * s * b * h},
+  };
+  cm_model *cm = make("gpt3-175b", "dgx-a100", 8, sw);
+  for (size_t i = 0; i < sizeof act / sizeof act[0]; i++) {
+    cm_result r;
+    CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", 8, act[i].plan, &r), 0);
+    CHECK_NEAR(r.mem.activations_gib, L * act[i].per_layer / G, 1e-9);
+  }
+  /* FLOPs: 6 N per token plus causal attention = 72 B s l h^2 (1 + s/12h + V/12lh) up to the
+   * norms; the SC'21 count with full recompute is 96 B s l h^2 (1 + s/6h + V/16lh) */
+  cm_result r;
+  CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", 8, "tp=8,mbs=1,gbs=8,recompute=full", &r), 0);
+  double B = 8;
+  CHECK_NEAR(r.model_flops, 72 * B * s * L * h * h * (1 + s / (12 * h) + V / (12 * L * h)), 1e-3);
+  CHECK_NEAR(r.sc21_flops, 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h)), 1e-12);
+  CHECK(r.hfu > r.mfu);
+  /* breakdown adds up to the iteration */
+  const cm_breakdown *k = &r.t;
+  CHECK_NEAR(k->compute_s + k->tp_comm_s + k->cp_comm_s + k->ep_comm_s + k->pp_bubble_s +
+                 k->pp_p2p_s + k->dp_comm_s + k->optimizer_s,
+             r.iter_time_s, 1e-9);
+  cm_model_destroy(cm);
+
+  /* the GEMM default reproduces the measured 8192^3 bf16 point on an H200 (78-81%) */
+  cm_model *h200 = make("gpt3-175b",
+                        "{\"name\":\"one\",\"gpu\":\"h200\",\"gpus\":1,\"gpus_per_node\":1}", 0,
+                        NULL);
+  double eff;
+  cm_gemm_time(h200, 8192, 8192, 8192, &eff);
+  CHECK(eff > 0.78 && eff < 0.82);
+  double small;
+  cm_gemm_time(h200, 256, 1024, 128, &small);
+  CHECK(small < eff / 2); /* thin shapes leave the SMs idle */
+  cm_model_destroy(h200);
+}
+
+static void monotone(void) {
+  /* more data parallelism never raises memory per GPU (ZeRO 0..3, with and without pp) */
+  const char *plans[] = {"tp=8,pp=4,mbs=1,gbs=512,zero=0", "tp=8,pp=4,mbs=1,gbs=512,zero=1",
+                         "tp=4,pp=1,mbs=2,gbs=512,zero=3,recompute=full",
+                         "tp=8,pp=8,vpp=2,mbs=1,gbs=512,zero=1,sp=1,recompute=selective"};
+  for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+    double prev = 1e300;
+    for (int dp = 1; dp <= 16; dp *= 2) {
+      int mp = strstr(plans[i], "pp=8") ? 64 : strstr(plans[i], "pp=4") ? 32 : 4;
+      cm_model *cm = make("gpt3-39b", "dgx-h100", mp * dp, NULL);
+      cm_result r;
+      CHECK_EQ(eval(cm, "gpt3-39b", "dgx-h100", mp * dp, plans[i], &r), 0);
+      CHECK(r.mem_gib_per_gpu <= prev + 1e-9);
+      prev = r.mem_gib_per_gpu;
+      cm_model_destroy(cm);
+    }
+  }
+  /* a slower fabric never makes a plan faster */
+  const char *fabric = "{\"name\":\"f\",\"gpu\":\"h100-sxm\",\"gpus\":512,\"gpus_per_node\":8,"
+                       "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":%g,\"latency_us\":%g},"
+                       "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":true,\"nic_gbps\":%g,"
+                       "\"nics_per_node\":8,\"latency_us\":%g,\"oversubscription\":%g}}";
+  const double steps[][5] = {{450, 0.6, 400, 2.7, 1}, {450, 0.6, 200, 2.7, 1},
+                             {300, 0.6, 200, 2.7, 1}, {300, 1.5, 200, 5, 1},
+                             {300, 1.5, 200, 5, 3},   {100, 3, 100, 10, 4}};
+  const char *p2[] = {"tp=8,pp=8,mbs=1,gbs=512,sp=1,recompute=selective",
+                      "tp=2,pp=2,mbs=2,gbs=512,zero=1", "tp=4,pp=1,cp=2,mbs=1,gbs=512,zero=3",
+                      "tp=8,pp=16,vpp=3,mbs=1,gbs=512,zero=1"};
+  for (size_t i = 0; i < sizeof p2 / sizeof p2[0]; i++) {
+    double prev = 0;
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+      char js[1024];
+      snprintf(js, sizeof js, fabric, steps[k][0], steps[k][1], steps[k][2], steps[k][3],
+               steps[k][4]);
+      cm_model *cm = make("gpt3-175b", js, 0, NULL);
+      cm_result r;
+      CHECK_EQ(eval(cm, "gpt3-175b", js, 0, p2[i], &r), 0);
+      CHECK(r.iter_time_s >= prev);
+      prev = r.iter_time_s;
+      cm_model_destroy(cm);
+    }
+  }
+}
+
+static void infeasible(void) {
+  cm_model *cm = make("gpt3-175b", "dgx-h100", 8, NULL);
+  cm_result r;
+  CHECK_EQ(eval(cm, "gpt3-175b", "dgx-h100", 8, "tp=8,mbs=1,gbs=8", &r), 0);
+  CHECK_EQ(r.feasible, 0);
+  /* 175B / 8 GPUs x 18 bytes per parameter alone is ~366 GiB */
+  CHECK(r.mem_excess_gib > 250);
+  CHECK_NEAR(r.mem_excess_gib, r.mem_gib_per_gpu - 80, 1e-9);
+  CHECK(r.mem.optimizer_gib > r.mem.weights_gib);
+  cm_model_destroy(cm);
+}
+
+int main(void) {
+  ring_formula();
+  sharing();
+  flops_and_memory();
+  monotone();
+  infeasible();
+  return check_status();
+}

@@ -1,0 +1,89 @@
+/* The validation study end to end on the built-in data: the accuracy the cost model must keep
+ * (MAPE of iteration time <= 10% over the SC'21 Table 1, Korthikanti and MT-NLG rows, every
+ * published configuration of those feasible; all-reduce bus bandwidth on one 8-GPU node within
+ * 10% of the published nccl-tests curves for messages >= 64 MiB), its CSV and its rows in a
+ * real database. Also `podplan predict` through the CLI: the JSON keys of design.md section 10
+ * and an infeasible plan that says by how much. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "podplan/study.h"
+#include "testutil.h"
+
+static void study(const char *dir) {
+  char *db = tu_path(dir, "v.db"), *out = tu_path(dir, "out");
+  FILE *log = fopen("/dev/null", "w");
+  study_validate_opts o = {.out_dir = out, .db = db, .out = log};
+  study_validate_summary s;
+  pp_err err = {0};
+  CHECK_EQ(study_validate(&o, &s, &err), PP_OK);
+  fclose(log);
+  if (err.code) fprintf(stderr, "%s\n", err.msg);
+  CHECK_EQ(s.target_rows, 21);
+  CHECK(s.target_mape <= 10.0);
+  CHECK_EQ(s.target_infeasible, 0);
+  CHECK(s.holdout_rows >= 30);
+  CHECK(s.coll_points >= 11);
+  CHECK(s.coll_max_err <= 10.0);
+  fprintf(stderr, "target MAPE %.1f%% (max %.1f%%), holdout MAPE %.1f%%, busbw max %.1f%%\n",
+          s.target_mape, s.target_max, s.holdout_mape, s.coll_max_err);
+  char *csv = tu_path(out, "validate.csv");
+  char *text = tu_read(csv, NULL);
+  CHECK(text != NULL);
+  CHECK_EQ(tu_lines(text), s.used + 1);
+  /* one score per (plan, model, cluster, source): rows 51 and 55 publish the same
+   * configuration (two NeMo containers) and share a row, the later one kept */
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'published'"), s.used - 1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'costmodel'"), s.used - 1);
+  /* a rerun stores nothing twice */
+  log = fopen("/dev/null", "w");
+  o.out = log;
+  CHECK_EQ(study_validate(&o, &s, &err), PP_OK);
+  fclose(log);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'published'"), s.used - 1);
+  /* a broken data file is one clear error */
+  char *bad = tu_write(dir, "bad.csv", "row,set\n\"1,target\n", 18);
+  study_validate_opts ob = {.data = bad, .out = stdout};
+  CHECK_EQ(study_validate(&ob, &s, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "unterminated quoted field");
+  free(text), free(csv), free(db), free(out), free(bad);
+}
+
+static void predict_cli(const char *bin) {
+  tu_run r;
+  char *a[] = {(char *)bin, "predict", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus",
+               "1024", "--plan", "tp=8,pp=16,mbs=1,gbs=1536,sp=1,recompute=selective,zero=1",
+               "--json", NULL};
+  tu_exec(a, &r);
+  CHECK_EQ(r.status, 0);
+  const char *keys[] = {"\"iter_time_s\"", "\"tokens_per_s\"", "\"model_tflops_per_gpu\"",
+                        "\"mfu\"", "\"hfu\"", "\"mem_gib_per_gpu\"", "\"feasible\": true",
+                        "\"breakdown\"", "\"compute_s\"", "\"pp_bubble_s\"", "\"dp_comm_s\"",
+                        "\"sc21_tflops_per_gpu\""};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) CHECK_CONTAINS(r.out, keys[i]);
+  tu_run_free(&r);
+  char *b[] = {(char *)bin, "predict", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--plan",
+               "tp=8,mbs=1,gbs=64", NULL};
+  tu_exec(b, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "does NOT fit");
+  CHECK_CONTAINS(r.out, "infeasible: ");
+  CHECK_CONTAINS(r.out, "GiB per GPU more than the 80 GiB of h100-sxm");
+  tu_run_free(&r);
+  char *c[] = {(char *)bin, "predict", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--plan",
+               "tp=64,gbs=64", NULL};
+  tu_exec(c, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "rule 'tp divides heads'");
+  tu_run_free(&r);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  char *dir = tu_tmpdir("study");
+  study(dir);
+  predict_cli(argv[1]);
+  tu_rmtree(dir);
+  free(dir);
+  return check_status();
+}
