@@ -54,6 +54,12 @@ run_main() {
   echo
   echo "== podplan check --presets --db podplan.db"
   $bin check --presets --db podplan.db
+  echo
+  echo "== podplan study validate --db podplan.db --out results"
+  $bin study validate --db podplan.db --out results
+  echo
+  echo "== bench_costmodel"
+  build/benchmarks/bench_costmodel --seconds 2
 }
 
 run_tests() {

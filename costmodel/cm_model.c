@@ -49,6 +49,8 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->overlap_grad_reduce = 1;
   p->overlap_param_gather = 1;
   p->tp_comm_overlap = 0;
+  p->pp_scatter_gather = 1;
+  p->pp_p2p_per_mb = 2;
 }
 
 const cm_params *cm_model_params(const cm_model *cm) { return &cm->p; }
@@ -275,7 +277,8 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     }
     cm_place pl;
     cm_place_group(cm, 2, p->tp * p->cp * p->dp, &pl);
-    double bytes = (double)p->mbs * m->seq_len / p->cp * m->hidden * cm->act_bytes / p->tp;
+    double bytes = (double)p->mbs * m->seq_len / p->cp * m->hidden * cm->act_bytes /
+                   (cm->p.pp_scatter_gather ? p->tp : 1);
     double t = P > 1 ? cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL) : 0;
     for (int i = 0; i < P; i++) p2p[i] = t;
   } else {
@@ -323,7 +326,8 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
         for (int l = CM_LVL_NVLINK_UP; l <= CM_LVL_SPINE; l++)
           pl.bw_gbps[l] = pl.bw_gbps[l] * pl.sharing / senders;
         int ranks = st->ngpus < p->stages[i + 1].ngpus ? st->ngpus : p->stages[i + 1].ngpus;
-        double bytes = (double)samples * m->seq_len * m->hidden * cm->act_bytes / ranks;
+        double bytes = (double)samples * m->seq_len * m->hidden * cm->act_bytes / ranks *
+                       (cm->p.pp_scatter_gather ? 1 : st->tp);
         p2p[i] = cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
       }
       free(ids);
@@ -353,7 +357,7 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     if (p2p[i] > p2p_max) p2p_max = p2p[i];
   }
   double pipe, p2p_total = 0;
-  if (P > 1) p2p_total = 2.0 * ((double)mb * v + P - 2) * p2p_max;
+  if (P > 1) p2p_total = cm->p.pp_p2p_per_mb * ((double)mb * v + P - 2) * p2p_max;
   if (v > 1)
     pipe = mb * tmax + (sum - tmax) / v;
   else

@@ -52,6 +52,8 @@ static const param_row rows[] = {
     I(overlap_grad_reduce, "overlap_grad_reduce", 0, 1, "DP reduction overlaps backward"),
     I(overlap_param_gather, "overlap_param_gather", 0, 1, "param all-gather overlaps forward"),
     I(tp_comm_overlap, "tp_comm_overlap", 0, 1, "TP collectives overlap GEMMs"),
+    I(pp_scatter_gather, "pp_scatter_gather", 0, 1, "PP sends 1/tp of the activation per TP rank"),
+    I(pp_p2p_per_mb, "pp_p2p_per_mb", 1, 8, "PP transfers per microbatch on the critical path"),
 };
 #undef D
 #undef I

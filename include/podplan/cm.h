@@ -95,6 +95,11 @@ typedef struct cm_params {
   int overlap_grad_reduce;   /* DP reduction overlaps the last backward */
   int overlap_param_gather;  /* distributed-optimizer all-gather overlaps the next forward */
   int tp_comm_overlap;       /* TP collectives overlap GEMMs (Transformer Engine) */
+  int pp_scatter_gather;     /* 1: each TP rank sends 1/tp of a stage's activation (Megatron,
+                                SC'21 Sec. 4.1); 0: every TP rank sends all of it */
+  int pp_p2p_per_mb;         /* transfers per microbatch on a stage's critical path: 2 when
+                                send and receive are combined (Megatron), 4 when each is a
+                                separate blocking call (DeepSpeed's 2021 pipeline engine) */
 } cm_params;
 
 /* Defaults from published figures (../shared/data, notes/nccl.md, notes/gpu.md), the
