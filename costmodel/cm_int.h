@@ -32,10 +32,10 @@ struct cm_model {
   double act_bytes;        /* bytes per activation element (2) */
   int dh;                  /* head dimension */
   double layer_params;     /* parameters of one transformer layer (all experts) */
-  double layer_dense_params; /* attention + norms of a layer */
+  double layer_dense_params; /* attention, norms and (dense models) the MLP of a layer */
   double layer_expert_params; /* all experts' MLP weights of a layer (0 when dense) */
   double embed_params;     /* input embedding */
-  double head_params;      /* LM head (0 when tied: shares the embedding) */
+  double head_params;      /* LM head; a tied head is still a copy on the last stage */
   double flops_per_token;  /* model FLOPs per token (6N + causal attention), fwd+bwd */
   double recompute_full_per_token;      /* extra FLOPs per token of full recompute */
   double recompute_selective_per_token; /* extra FLOPs per token of selective recompute */

@@ -176,7 +176,7 @@ static void add_chunk(const cm_model *cm, const cm__cfg *g, const cm__layer_entr
   if (head) {
     r->comp += e->head_f + e->head_b;
     r->bwd += e->head_b;
-    r->params += cm->head_params / g->tp;
+    if (!(embed && cm->m.tied_embeddings)) r->params += cm->head_params / g->tp; /* own copy */
     r->other_bytes += e->head_mem;
   }
 }

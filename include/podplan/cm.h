@@ -176,8 +176,9 @@ const cm_params *cm_model_params(const cm_model *cm);
 int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err);
 
 /* Placement of a group of n ranks whose GPU ids step by `stride` (uniform plans: TP stride 1,
- * CP stride tp, DP stride tp*cp, PP neighbours stride tp*cp*dp), with `sharing` groups of the
- * same kind active at once. */
+ * CP stride tp, DP stride tp, n = dp*cp, PP neighbours stride tp*cp*dp). The groups of the same
+ * kind are taken to tile the nodes and to run at once: `sharing` of them share each node's
+ * links above the GPU. */
 void cm_place_group(const cm_model *cm, int n, int stride, cm_place *out);
 /* Placement of an explicit list of GPU ids (non-uniform plans). */
 void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *out);
