@@ -205,7 +205,31 @@ static void infeasible(void) {
   cm_model_destroy(cm);
 }
 
+/* A non-uniform plan laid out as a uniform one is scored like it. */
+static void nonuniform(void) {
+  cm_model *cm = make("gpt3-1.3b", "dgx-h100", 16, NULL);
+  cm_result u, n;
+  CHECK_EQ(eval(cm, "gpt3-1.3b", "dgx-h100", 16, "tp=4,pp=2,dp=2,mbs=1,gbs=64,zero=1", &u), 0);
+  const char *nu = "{\"gbs\":64,\"microbatches\":32,\"zero\":1,\"stages\":["
+                   "{\"layers\":[0,12],\"gpus\":[0,1,2,3,4,5,6,7],\"tp\":4,\"dp\":2},"
+                   "{\"layers\":[12,24],\"gpus\":[8,9,10,11,12,13,14,15],\"tp\":4,\"dp\":2}]}";
+  CHECK_EQ(eval(cm, "gpt3-1.3b", "dgx-h100", 16, nu, &n), 0);
+  CHECK_NEAR(n.iter_time_s, u.iter_time_s, 0.01);
+  CHECK_NEAR(n.mem_gib_per_gpu, u.mem_gib_per_gpu, 1e-6);
+  CHECK_NEAR(n.model_flops, u.model_flops, 1e-12);
+  /* giving the second stage more GPUs (tp=8) makes it faster per microbatch: the pipeline's
+   * slowest stage becomes the first */
+  const char *skew = "{\"gbs\":64,\"microbatches\":32,\"zero\":1,\"stages\":["
+                     "{\"layers\":[0,12],\"gpus\":[0,1,2,3],\"tp\":4},"
+                     "{\"layers\":[12,24],\"gpus\":[8,9,10,11,12,13,14,15],\"tp\":8}]}";
+  cm_result k;
+  CHECK_EQ(eval(cm, "gpt3-1.3b", "dgx-h100", 16, skew, &k), 0);
+  CHECK_EQ(k.bottleneck_stage, 0);
+  cm_model_destroy(cm);
+}
+
 int main(void) {
+  nonuniform();
   ring_formula();
   sharing();
   flops_and_memory();
