@@ -72,11 +72,16 @@ static void hop_lat(const cm_place *pl, double *in, double *out) {
   if (*in == 0) *in = *out;
 }
 
-static double ring_time(const cm_model *cm, cm_coll c, double S, const cm_place *pl) {
+/* The pieces of a ring (also broadcast and send/recv): latency of its steps, the volume each
+ * rank moves, the slowest level's bandwidth. */
+static int ring_split(const cm_model *cm, cm_coll c, double S, const cm_place *pl,
+                      cm_coll_parts *o) {
   int n = pl->ranks;
   const coll_row *r = &colls[c];
   double B = min_bw(pl);
-  if (n <= 1 || B <= 0) return 0;
+  memset(o, 0, sizeof *o);
+  o->ramp = 1;
+  if (n <= 1 || B <= 0) return PP_OK;
   double vol = r->vol_num ? r->vol_num * (n - r->vol_off) / n : 1.0;
   double steps = r->steps_mul ? r->steps_mul * (n - 1.0) : 1.0;
   double in, out;
@@ -85,32 +90,68 @@ static double ring_time(const cm_model *cm, cm_coll c, double S, const cm_place 
   if (outer > n) outer = n;
   double lat = ((n - outer) * in + outer * out) / n;
   const cm_algo_params *a = &cm->p.algo[CM_ALGO_RING];
-  return (a->base_us + steps * lat) * 1e-6 + vol * S / (B * 1e9 * cm__ramp(a, S));
+  o->lat_s = (a->base_us + steps * lat) * 1e-6;
+  o->vol_bytes = vol * S;
+  o->ramp = cm__ramp(a, S);
+  o->bw_Bps = B * 1e9;
+  return PP_OK;
 }
 
-static double tree_time(const cm_model *cm, double S, const cm_place *pl) {
-  if (pl->nodes <= 1 || HAS(pl, CM_LVL_TORUS)) return -1;
-  double B = min_bw(pl), in, out;
+static int tree_split(const cm_model *cm, double S, const cm_place *pl, cm_coll_parts *o) {
+  if (pl->nodes <= 1 || HAS(pl, CM_LVL_TORUS)) return PP_INPUT;
+  double in, out;
   hop_lat(pl, &in, &out);
   const cm_algo_params *a = &cm->p.algo[CM_ALGO_TREE];
-  double lat = a->base_us + 2.0 * ((pl->per_node - 1) * in + log2((double)pl->nodes) * out);
-  return lat * 1e-6 + 2.0 * S / (0.92 * B * 1e9 * cm__ramp(a, S));
+  o->lat_s = (a->base_us + 2.0 * ((pl->per_node - 1) * in + log2((double)pl->nodes) * out)) * 1e-6;
+  o->vol_bytes = 2.0 * S / 0.92; /* NCCL: tree algbw = 0.5 busbw, busbw <= 0.92 of ring's */
+  o->ramp = cm__ramp(a, S);
+  o->bw_Bps = min_bw(pl) * 1e9;
+  return PP_OK;
 }
 
-static double nvls_time(const cm_model *cm, double S, const cm_place *pl) {
+static int nvls_split(const cm_model *cm, double S, const cm_place *pl, cm_coll_parts *o) {
   const spec_nvlink *nv = &cm->c.nvlink;
   int n = pl->ranks;
-  if (!nv->in_network_reduce || pl->domains > 1 || n < 2 || !HAS(pl, CM_LVL_NVLINK)) return -1;
+  if (!nv->in_network_reduce || pl->domains > 1 || n < 2 || !HAS(pl, CM_LVL_NVLINK))
+    return PP_INPUT;
   const cm_algo_params *a = &cm->p.algo[CM_ALGO_NVLS];
-  double ramp = cm__ramp(a, S);
-  double t = S * (n + 1.0) / n / (nv->gbps_per_gpu * cm->p.nvls_eff * 1e9);
-  double lat = a->base_us + 2.0 * nv->latency_us;
+  o->vol_bytes = S * (n + 1.0) / n;
+  o->bw_Bps = nv->gbps_per_gpu * cm->p.nvls_eff * 1e9;
+  o->lat_s = (a->base_us + 2.0 * nv->latency_us) * 1e-6;
   if (HAS(pl, CM_LVL_NVLINK_UP)) {
-    double up = S / (pl->bw_gbps[CM_LVL_NVLINK_UP] * 1e9); /* partial sums up, result down */
-    if (up > t) t = up;
-    lat += 2.0 * pl->lat_us[CM_LVL_NVLINK_UP];
+    /* partial sums go up and the result comes down through the node's share of the uplink */
+    double up = pl->bw_gbps[CM_LVL_NVLINK_UP] * 1e9 * (n + 1.0) / n;
+    if (up < o->bw_Bps) o->bw_Bps = up;
+    o->lat_s += 2.0 * pl->lat_us[CM_LVL_NVLINK_UP] * 1e-6;
   }
-  return lat * 1e-6 + t / ramp;
+  o->ramp = cm__ramp(a, S);
+  return PP_OK;
+}
+
+int cm_coll_split(const cm_model *cm, cm_coll c, cm_algo a, double bytes, const cm_place *pl,
+                  cm_coll_parts *o) {
+  memset(o, 0, sizeof *o);
+  o->ramp = 1;
+  if ((unsigned)c >= CM_NCOLLS || (unsigned)a >= CM_NALGOS || !(colls[c].algos & (1u << a)) ||
+      c == CM_ALL_TO_ALL)
+    return PP_INPUT;
+  if (pl->ranks <= 1 || bytes <= 0) return PP_OK;
+  switch (a) {
+  case CM_ALGO_RING: return ring_split(cm, c, bytes, pl, o);
+  case CM_ALGO_TREE: return tree_split(cm, bytes, pl, o);
+  case CM_ALGO_NVLS: return nvls_split(cm, bytes, pl, o);
+  default: return PP_INPUT;
+  }
+}
+
+static double parts_time(const cm_coll_parts *o) {
+  return o->lat_s + (o->vol_bytes > 0 ? o->vol_bytes / (o->ramp * o->bw_Bps) : 0);
+}
+
+static double ring_time(const cm_model *cm, cm_coll c, double S, const cm_place *pl) {
+  cm_coll_parts o;
+  ring_split(cm, c, S, pl, &o);
+  return parts_time(&o);
 }
 
 /* The groups a hierarchical all-reduce runs: inside one domain, and across domains with one
@@ -175,11 +216,11 @@ double cm_coll_time(const cm_model *cm, cm_coll c, cm_algo a, double bytes, cons
   if (pl->ranks <= 1 || bytes <= 0) return 0;
   if (c == CM_ALL_TO_ALL) return a2a_time(cm, bytes, pl);
   switch (a) {
-  case CM_ALGO_RING: return ring_time(cm, c, bytes, pl);
-  case CM_ALGO_TREE: return tree_time(cm, bytes, pl);
-  case CM_ALGO_NVLS: return nvls_time(cm, bytes, pl);
   case CM_ALGO_HIER: return hier_time(cm, bytes, pl);
-  default: return -1;
+  default: {
+    cm_coll_parts o;
+    return cm_coll_split(cm, c, a, bytes, pl, &o) ? -1 : parts_time(&o);
+  }
   }
 }
 

@@ -23,41 +23,63 @@ static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-/* Bandwidths and latencies of the levels a placement crosses. */
-static void fill_levels(const cm_model *cm, cm_place *pl, int node_span) {
+void cm_fabric_info(const cm_model *cm, cm_fabric *f) {
   const spec_cluster *c = &cm->c;
   const double *eff = cm->p.level_eff;
+  memset(f, 0, sizeof *f);
+  if (cm->dom > 1) {
+    f->nvlink_Bps = c->nvlink.gbps_per_gpu * 1e9 * eff[CM_LVL_NVLINK];
+    f->nvlink_lat_s = c->nvlink.latency_us * 1e-6;
+  }
+  if (cm->dom > cm->gpn)
+    f->up_Bps = cm->gpn * c->nvlink.gbps_per_gpu / c->nvlink.taper * 1e9 * eff[CM_LVL_NVLINK_UP];
+  if (c->network.kind == SPEC_NET_FAT_TREE) {
+    f->nic_Bps = c->network.nic_gbps / 8.0 * 1e9 * eff[CM_LVL_NET];
+    f->leaf_up_Bps = c->network.nics_per_node * c->network.nic_gbps / 8.0 * 1e9 /
+                     c->network.oversubscription * eff[CM_LVL_SPINE];
+    f->net_lat_s = c->network.latency_us * 1e-6;
+  }
+  if (c->network.kind == SPEC_NET_TORUS) {
+    f->torus_Bps = c->network.link_gbps * 1e9 * eff[CM_LVL_TORUS];
+    f->torus_lat_s = c->network.latency_us * 1e-6;
+  }
+  f->leaf_nodes = cm->leaf_nodes;
+}
+
+/* Bandwidths (the group's share) and latencies of the levels a placement crosses. */
+static void fill_levels(const cm_model *cm, cm_place *pl, int node_span) {
+  const spec_cluster *c = &cm->c;
+  cm_fabric f;
+  cm_fabric_info(cm, &f);
   int n = pl->ranks;
   pl->levels = 0;
   if (n <= 1) return;
   if (c->network.kind == SPEC_NET_TORUS) {
     pl->levels |= 1u << CM_LVL_TORUS;
     double links = pl->torus_dims * (pl->torus_wrap ? 2.0 : 1.0);
-    pl->bw_gbps[CM_LVL_TORUS] = c->network.link_gbps * links * eff[CM_LVL_TORUS];
-    pl->lat_us[CM_LVL_TORUS] = c->network.latency_us;
+    pl->bw_gbps[CM_LVL_TORUS] = f.torus_Bps * links / 1e9;
+    pl->lat_us[CM_LVL_TORUS] = f.torus_lat_s * 1e6;
     return;
   }
   int dom = cm->dom;
   if (dom > 1 && pl->per_node > 1 && pl->per_domain > 1) {
     pl->levels |= 1u << CM_LVL_NVLINK;
-    pl->bw_gbps[CM_LVL_NVLINK] = c->nvlink.gbps_per_gpu * eff[CM_LVL_NVLINK];
-    pl->lat_us[CM_LVL_NVLINK] = c->nvlink.latency_us;
+    pl->bw_gbps[CM_LVL_NVLINK] = f.nvlink_Bps / 1e9;
+    pl->lat_us[CM_LVL_NVLINK] = f.nvlink_lat_s * 1e6;
   }
   if (dom > cm->gpn && pl->per_domain > pl->per_node) {
     pl->levels |= 1u << CM_LVL_NVLINK_UP;
-    double node_up = cm->gpn * c->nvlink.gbps_per_gpu / c->nvlink.taper;
-    pl->bw_gbps[CM_LVL_NVLINK_UP] = node_up / pl->sharing * eff[CM_LVL_NVLINK_UP];
-    pl->lat_us[CM_LVL_NVLINK_UP] = c->nvlink.latency_us;
+    pl->bw_gbps[CM_LVL_NVLINK_UP] = f.up_Bps / pl->sharing / 1e9;
+    pl->lat_us[CM_LVL_NVLINK_UP] = f.nvlink_lat_s * 1e6;
   }
   if (pl->domains > 1 || (dom <= 1 && n > 1)) {
     pl->levels |= 1u << CM_LVL_NET;
-    double node_nic = c->network.nics_per_node * c->network.nic_gbps / 8.0;
-    pl->bw_gbps[CM_LVL_NET] = node_nic / pl->sharing * eff[CM_LVL_NET];
-    pl->lat_us[CM_LVL_NET] = c->network.latency_us;
+    pl->bw_gbps[CM_LVL_NET] = c->network.nics_per_node * f.nic_Bps / pl->sharing / 1e9;
+    pl->lat_us[CM_LVL_NET] = f.net_lat_s * 1e6;
     if (ceil_div(node_span, cm->leaf_nodes) > 1) {
       pl->levels |= 1u << CM_LVL_SPINE;
-      pl->bw_gbps[CM_LVL_SPINE] = pl->bw_gbps[CM_LVL_NET] / c->network.oversubscription;
-      pl->lat_us[CM_LVL_SPINE] = c->network.latency_us;
+      pl->bw_gbps[CM_LVL_SPINE] = f.leaf_up_Bps / pl->sharing / 1e9;
+      pl->lat_us[CM_LVL_SPINE] = f.net_lat_s * 1e6;
     }
   }
 }

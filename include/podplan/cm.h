@@ -183,6 +183,30 @@ void cm_place_group(const cm_model *cm, int n, int stride, cm_place *out);
 /* Placement of an explicit list of GPU ids (non-uniform plans). */
 void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *out);
 
+/* The physical links of the fabric with the bandwidth the model gives them (bytes/s, per
+ * direction, level efficiencies applied) and their one-hop latencies: the topology object the
+ * cost model prices groups on and the simulator builds its platform from. */
+typedef struct cm_fabric {
+  double nvlink_Bps;   /* a GPU's NVLink port to its node's switches (0: no NVLink) */
+  double up_Bps;       /* a node's NVLink uplink into a multi-node domain (0: none) */
+  double nic_Bps;      /* one NIC */
+  double leaf_up_Bps;  /* per node attached to a leaf: its share of the leaf's spine uplink */
+  double torus_Bps;    /* one torus link, one direction */
+  double nvlink_lat_s, net_lat_s, torus_lat_s;
+  int leaf_nodes;      /* nodes under one leaf (per rail when rail-optimized) */
+} cm_fabric;
+void cm_fabric_info(const cm_model *cm, cm_fabric *out);
+
+/* A collective's cost in pieces: time = lat_s + vol_bytes / (ramp * bw_Bps), vol_bytes what
+ * each rank moves through its slowest level (2(n-1)/n * bytes for a ring all-reduce; (n+1)/n *
+ * bytes through the switch for NVLS), bw_Bps that level's bandwidth for this group. PP_INPUT
+ * when the algorithm cannot run there or is composite (hierarchical, all-to-all). */
+typedef struct cm_coll_parts {
+  double lat_s, vol_bytes, ramp, bw_Bps;
+} cm_coll_parts;
+int cm_coll_split(const cm_model *cm, cm_coll c, cm_algo a, double bytes, const cm_place *pl,
+                  cm_coll_parts *out);
+
 /* Time of one collective of `bytes` on a placed group with a given algorithm (a negative
  * time when the algorithm cannot run there, e.g. NVLS outside one NVLink domain), and the
  * fastest algorithm, as NCCL would pick it. */

@@ -1,0 +1,86 @@
+/* podplan simulator: a cluster's fabric (NVLink, NVLink Switch, NICs and rails, fat-tree leaves
+ * and spine, torus) as a SimGrid platform built from the same topology the cost model reads,
+ * and one training iteration of a plan on it with every group's traffic in flight at once, so
+ * that collectives sharing links slow each other down (max-min fair sharing, SimGrid CM02
+ * without TCP factors). SimGrid loads one platform per process, so every run happens in a
+ * child process; the caller sees plain function calls. Depends on spec.h, cm.h and SimGrid. */
+#ifndef PODPLAN_SIM_H
+#define PODPLAN_SIM_H
+
+#include <stddef.h>
+
+#include "podplan/cm.h"
+#include "podplan/err.h"
+#include "podplan/spec.h"
+
+/* How collectives are simulated. */
+typedef enum {
+  SIM_FAST, /* the steady state: each rank's whole volume as one flow per channel, the latency
+               term as a delay; link sharing between concurrent groups is kept */
+  SIM_STEP  /* every message of every step (ring: 2(n-1) steps per channel) */
+} sim_fidelity;
+
+typedef struct sim_opts {
+  sim_fidelity fidelity;
+  const char *platform_out; /* write the generated SimGrid platform (XML) here; NULL: no */
+  int events;               /* 1: record per-GPU activity for a trace */
+} sim_opts;
+
+/* What one GPU did, for traces. */
+typedef enum {
+  SIM_EV_FORWARD,
+  SIM_EV_BACKWARD,
+  SIM_EV_TP,      /* exposed TP/SP collectives of a chunk */
+  SIM_EV_CP,
+  SIM_EV_EP,
+  SIM_EV_P2P,     /* waiting on a pipeline send or receive */
+  SIM_EV_DP,      /* data-parallel gradient reduction / parameter gather */
+  SIM_EV_OPTIMIZER,
+  SIM_NEVKINDS
+} sim_ev_kind;
+const char *sim_ev_name(sim_ev_kind k);
+
+typedef struct sim_event {
+  int gpu;
+  sim_ev_kind kind;
+  int microbatch;  /* -1 when not tied to one */
+  int chunk;       /* model chunk (interleaved schedules), 0 otherwise */
+  double start_s, end_s;
+} sim_event;
+
+typedef struct sim_result {
+  double iter_time_s;          /* simulated time of one training iteration */
+  cm_breakdown t;              /* the slowest GPU's time by kind (adds up to iter_time_s) */
+  double sim_wall_s;           /* wall-clock seconds the simulation took */
+  long messages;               /* simulated network messages */
+  int ranks;                   /* GPUs simulated */
+  double util_mean[CM_NLEVELS]; /* mean utilisation of each level's links over the iteration */
+  double util_max[CM_NLEVELS];  /* the busiest link of each level */
+  int levels_present;           /* bit per level the fabric has */
+  sim_event *events;            /* when asked for; free with sim_result_clear */
+  size_t nevents;
+} sim_result;
+
+void sim_result_clear(sim_result *r);
+
+/* Simulates one iteration of a resolved, valid plan (uniform or non-uniform). Compute times,
+ * collective latencies and bandwidth ramps come from the cost model with parameters p (NULL:
+ * defaults). */
+int sim_run(const spec_model *m, const spec_cluster *c, const cm_params *p, const spec_plan *plan,
+            const sim_opts *o, sim_result *out, pp_err *err);
+
+/* Collectives alone: jobs run at the same time on one platform and each gets its completion
+ * time (from 0). For tests, benchmarks and calibration. */
+typedef struct sim_coll_job {
+  cm_coll coll;
+  cm_algo algo;
+  double bytes;     /* per-rank buffer, nccl-tests convention */
+  int n;
+  const int *gpus;  /* n GPU ids */
+  double time_s;    /* out */
+} sim_coll_job;
+
+int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *jobs, int njobs,
+                    sim_fidelity f, pp_err *err);
+
+#endif
