@@ -1,19 +1,219 @@
-/* podplan simulate: score a plan with the SimGrid simulator. Arrives with the simulator; until then -h works and
- * anything else says "not implemented yet" (exit 2). */
+/* podplan simulate: one training iteration of a plan in SimGrid, every group's traffic on the
+ * links at once. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "podplan/cm.h"
+#include "podplan/sim.h"
+#include "podplan/store.h"
+#include "podplan/tr.h"
 
 static const char usage[] =
-    "usage: podplan simulate --model M --cluster C [--gpus N] --plan P [--trace out.json]\n"
-    "                        [--platform-out F.xml] [--db F] [--json]\n"
+    "usage: podplan simulate --model M --cluster C [--gpus N] --plan P [--param name=value,...]\n"
+    "                        [--fidelity fast|step] [--trace out.json] [--platform-out F.xml]\n"
+    "                        [--db F] [--json]\n"
     "\n"
-    "Simulates one training iteration of the plan in SimGrid, with every group of the plan\n"
-    "running concurrently so that collectives sharing links contend.\n"
+    "Simulates one training iteration of the plan in SimGrid: every GPU runs its pipeline\n"
+    "schedule (compute times from the cost model), its TP/SP, CP and EP communication, its\n"
+    "pipeline sends and receives and its data-parallel reduction on the fabric's links, all at\n"
+    "once, so that groups sharing NICs, rails, NVLink Switch tapers and spines slow each other\n"
+    "down. Prints the keys of predict from the simulated time, the cost model's prediction\n"
+    "beside it, the wall time of the simulation and the utilisation of each level's links.\n"
     "\n"
-    "  --model M, --cluster C, --gpus N, --plan P   as for predict\n"
-    "  --trace out.json     write a Perfetto/Chrome trace (a track per GPU)\n"
-    "  --platform-out F     write the generated SimGrid platform\n"
-    "  --db F               store the score with source 'sim' (default podplan.db)\n"
-    "  --json               the keys of predict plus sim_wall_s and link utilisation\n"
-    "  -h, --help           this text\n";
+    "  --model M, --cluster C, --gpus N, --plan P, --param LIST   as for predict\n"
+    "  --fidelity F       fast: each collective's steady-state flows (default); step: every\n"
+    "                     message of every ring step (slow beyond a few hundred GPUs)\n"
+    "  --trace out.json   write a Perfetto/Chrome trace, a track per GPU\n"
+    "  --platform-out F   write the generated SimGrid platform (XML)\n"
+    "  --db F             store the score with source 'sim'\n"
+    "  --json             one JSON object: the keys of predict plus sim_wall_s,\n"
+    "                     predicted_iter_time_s, messages and link_utilisation\n"
+    "  -h, --help         this text\n";
 
-int cmd_simulate(int argc, char **argv) { return cli_not_implemented("simulate", usage, argc, argv); }
+static const char *const CMD = "simulate";
+
+static const char *ev_cat(sim_ev_kind k) {
+  switch (k) {
+  case SIM_EV_FORWARD:
+  case SIM_EV_BACKWARD: return "compute";
+  case SIM_EV_P2P: return "pipeline";
+  case SIM_EV_DP:
+  case SIM_EV_OPTIMIZER: return "tail";
+  default: return "comm";
+  }
+}
+
+static int write_trace(const char *path, const sim_result *r, int gpus, const char *title,
+                       pp_err *err) {
+  tr_slice *s = malloc((r->nevents + 1) * sizeof *s);
+  if (!s) return pp_err_set(err, PP_NOMEM, "%s: out of memory", path);
+  for (size_t i = 0; i < r->nevents; i++) {
+    const sim_event *e = &r->events[i];
+    s[i] = (tr_slice){e->gpu, sim_ev_name(e->kind), ev_cat(e->kind), e->start_s, e->end_s,
+                      e->microbatch, e->chunk};
+  }
+  int rc = tr_chrome_write(path, title, "GPU", s, r->nevents, gpus, err);
+  free(s);
+  return rc;
+}
+
+static int save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
+                const sim_result *r, double tokens_per_s, double mfu, const cm_result *pr,
+                pp_err *err) {
+  store *s = NULL;
+  json_t *bd = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "compute_s", r->t.compute_s,
+                         "tp_comm_s", r->t.tp_comm_s, "cp_comm_s", r->t.cp_comm_s, "ep_comm_s",
+                         r->t.ep_comm_s, "pp_bubble_s", r->t.pp_bubble_s, "pp_p2p_s",
+                         r->t.pp_p2p_s, "dp_comm_s", r->t.dp_comm_s, "optimizer_s",
+                         r->t.optimizer_s);
+  char *bds = json_dumps(bd, JSON_COMPACT);
+  json_decref(bd);
+  store_score sc = {.source = STORE_SRC_SIM, .iter_time_s = r->iter_time_s,
+                    .tokens_per_s = tokens_per_s, .mfu = mfu, .mem_gib = pr->mem_gib_per_gpu,
+                    .feasible = pr->feasible, .breakdown_json = bds};
+  int rc = store_open(db, NULL, &s, err);
+  if (!rc) rc = store_begin(s, err);
+  if (!rc) rc = store_put_model(s, m, &sc.model_id, err);
+  if (!rc) rc = store_put_cluster(s, c, &sc.cluster_id, err);
+  if (!rc) rc = store_put_plan(s, p, &sc.plan_id, err);
+  if (!rc) rc = store_put_score(s, &sc, NULL, err);
+  if (!rc) rc = store_commit(s, err);
+  store_close(s);
+  free(bds);
+  return rc;
+}
+
+int cmd_simulate(int argc, char **argv) {
+  static const struct option longs[] = {
+      {"model", required_argument, NULL, 'm'},     {"cluster", required_argument, NULL, 'c'},
+      {"gpus", required_argument, NULL, 'g'},      {"plan", required_argument, NULL, 'p'},
+      {"param", required_argument, NULL, 'P'},     {"fidelity", required_argument, NULL, 'f'},
+      {"trace", required_argument, NULL, 't'},     {"platform-out", required_argument, NULL, 'x'},
+      {"db", required_argument, NULL, 'd'},        {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+  const char *model = NULL, *cluster = NULL, *plan = NULL, *params = NULL, *trace = NULL,
+             *platform = NULL, *db = NULL;
+  int gpus = 0, json = 0, first = 1, c;
+  sim_fidelity fid = SIM_FAST;
+  while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
+    switch (c) {
+    case 'h': fputs(usage, stdout); return 0;
+    case 'm': model = optarg; break;
+    case 'c': cluster = optarg; break;
+    case 'g':
+      if (cli_int(CMD, "--gpus", optarg, 1, SPEC_MAX_GPUS, &gpus)) return 2;
+      break;
+    case 'p': plan = optarg; break;
+    case 'P': params = optarg; break;
+    case 'f':
+      if (strcmp(optarg, "fast") == 0)
+        fid = SIM_FAST;
+      else if (strcmp(optarg, "step") == 0)
+        fid = SIM_STEP;
+      else
+        return cli_usage_error(CMD, "--fidelity: '%s' is not fast or step", optarg);
+      break;
+    case 't': trace = optarg; break;
+    case 'x': platform = optarg; break;
+    case 'd': db = optarg; break;
+    case 'j': json = 1; break;
+    default: return 2;
+    }
+  }
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  spec_model m;
+  spec_cluster cl;
+  spec_plan p;
+  int rc = cli_load_specs(CMD, model, cluster, gpus, plan, &m, &cl, &p);
+  if (rc) return rc;
+  pp_err err = {0};
+  cm_params prm;
+  cm_params_default(&m, &prm);
+  cm_model *cm = NULL;
+  cm_result pr;
+  sim_result r;
+  memset(&r, 0, sizeof r);
+  sim_opts o = {fid, platform, trace != NULL};
+  if ((params && cm_params_apply(&prm, params, &err)) ||
+      cm_model_create(&m, &cl, &prm, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
+      sim_run(&m, &cl, &prm, &p, &o, &r, &err)) {
+    rc = cli_fail(CMD, &err);
+    goto done;
+  }
+  double T = r.iter_time_s, tokens = (double)p.gbs * m.seq_len;
+  double tps = tokens / T, per_gpu = T * cl.gpus;
+  double mfu = pr.model_flops / per_gpu / (cl.gpu.bf16_tflops * 1e12);
+  double hfu = pr.hw_flops / per_gpu / (cl.gpu.bf16_tflops * 1e12);
+  char text[SPEC_PLAN_STR_MAX] = "(non-uniform)";
+  if (!p.nstages) spec_plan_format(&p, text, sizeof text, &err);
+  if (trace) {
+    char title[512];
+    snprintf(title, sizeof title, "podplan simulate %s on %s (%d GPUs) %s", m.name, cl.name,
+             cl.gpus, text);
+    if (write_trace(trace, &r, cl.gpus, title, &err)) {
+      rc = cli_fail(CMD, &err);
+      goto done;
+    }
+  }
+  if (db && save(db, &m, &cl, &p, &r, tps, mfu, &pr, &err)) {
+    rc = cli_fail(CMD, &err);
+    goto done;
+  }
+  if (json) {
+    json_t *util = json_object();
+    for (int l = 0; l < CM_NLEVELS; l++)
+      if (r.levels_present & (1 << l))
+        json_object_set_new(util, cm_level_name((cm_level)l),
+                            json_pack("{s:f,s:f}", "mean", r.util_mean[l], "max", r.util_max[l]));
+    char *pj = spec_plan_json(&p);
+    json_t *out = json_pack(
+        "{s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f},s:f,s:f,s:I,s:o,"
+        "s:s,s:s,s:i,s:s,s:o}",
+        "iter_time_s", T, "tokens_per_s", tps, "model_tflops_per_gpu",
+        pr.model_flops / per_gpu / 1e12, "mfu", mfu, "hfu", hfu, "mem_gib_per_gpu",
+        pr.mem_gib_per_gpu, "feasible", pr.feasible, "breakdown", "compute_s", r.t.compute_s,
+        "tp_comm_s", r.t.tp_comm_s, "cp_comm_s", r.t.cp_comm_s, "ep_comm_s", r.t.ep_comm_s,
+        "pp_bubble_s", r.t.pp_bubble_s, "pp_p2p_s", r.t.pp_p2p_s, "dp_comm_s", r.t.dp_comm_s,
+        "optimizer_s", r.t.optimizer_s, "sim_wall_s", r.sim_wall_s, "predicted_iter_time_s",
+        pr.iter_time_s, "messages", (json_int_t)r.messages, "link_utilisation", util, "model",
+        m.name, "cluster", cl.name, "gpus", cl.gpus, "fidelity",
+        fid == SIM_FAST ? "fast" : "step", "plan", json_loads(pj, 0, NULL));
+    free(pj);
+    json_dumpf(out, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    putchar('\n');
+    json_decref(out);
+  } else {
+    printf("%s on %s (%d GPUs), plan %s\n", m.name, cl.name, cl.gpus, text);
+    printf("  simulated iteration %10.4f s   (cost model %.4f s, %+.1f%%)\n", T, pr.iter_time_s,
+           100 * (T / pr.iter_time_s - 1));
+    printf("  tokens/s            %10.4g\n", tps);
+    printf("  model TFLOP/s       %10.1f per GPU   MFU %.1f%%   HFU %.1f%%\n",
+           pr.model_flops / per_gpu / 1e12, 100 * mfu, 100 * hfu);
+    printf("  slowest GPU's time  %10s %7s\n", "seconds", "%");
+    struct {
+      const char *name;
+      double v;
+    } rows[] = {{"compute", r.t.compute_s},       {"TP/SP comm", r.t.tp_comm_s},
+                {"CP comm", r.t.cp_comm_s},       {"EP comm", r.t.ep_comm_s},
+                {"pipeline wait", r.t.pp_bubble_s}, {"DP comm", r.t.dp_comm_s},
+                {"optimizer", r.t.optimizer_s}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+      printf("    %-16s %10.4f %7.1f\n", rows[i].name, rows[i].v, 100 * rows[i].v / T);
+    printf("  link utilisation    %10s %7s\n", "mean", "max");
+    for (int l = 0; l < CM_NLEVELS; l++)
+      if (r.levels_present & (1 << l))
+        printf("    %-16s %9.1f%% %6.1f%%\n", cm_level_name((cm_level)l), 100 * r.util_mean[l],
+               100 * r.util_max[l]);
+    printf("  memory per GPU      %10.2f GiB (cost model): %s\n", pr.mem_gib_per_gpu,
+           pr.feasible ? "fits" : "does NOT fit");
+    printf("  simulation          %10.3f s wall, %ld messages, %d GPUs, %s fidelity\n",
+           r.sim_wall_s, r.messages, r.ranks, fid == SIM_FAST ? "fast" : "step");
+  }
+done:
+  sim_result_clear(&r);
+  cm_model_destroy(cm);
+  spec_plan_clear(&p);
+  return rc;
+}

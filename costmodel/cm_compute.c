@@ -156,6 +156,9 @@ void cm__layer_cost(const cm_model *cm, const cm__cfg *g, cm__layer *L) {
     ep_b = 2 * a2a;
   }
 
+  L->tp_bytes = g->tp > 1 ? act : 0;
+  L->cp_step_bytes = g->cp > 1 ? 2.0 * b * (s / c) * kv * dh / t * cm->act_bytes : 0;
+  L->ep_bytes = moe && g->ep > 1 ? (g->sp ? T / t : T) * k * h * cm->act_bytes : 0;
   L->tp_fwd_s = tp_f;
   L->tp_bwd_s = tp_b;
   L->cp_fwd_s = cp_f;

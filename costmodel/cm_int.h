@@ -54,6 +54,10 @@ typedef struct cm__layer {
   double ep_fwd_s, ep_bwd_s, ep_recomp_s; /* MoE all-to-all */
   double act_bytes;                       /* activations kept for backward */
   double work_bytes;                      /* transient working set (recompute, backward) */
+  /* what the communication is made of, for the simulator */
+  double tp_bytes;                        /* buffer of each TP collective */
+  double cp_step_bytes;                   /* K and V of one ring-attention step (forward) */
+  double ep_bytes;                        /* tokens one rank dispatches to its experts */
 } cm__layer;
 
 typedef struct cm__layer_entry {

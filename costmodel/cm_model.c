@@ -134,6 +134,46 @@ static const cm__layer_entry *layer_costs(const cm_model *cm, const cm__cfg *g) 
   return e;
 }
 
+double cm_optimizer_time(const cm_model *cm, double params) {
+  /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
+  return cm__mem_time(cm, 30.0 * params);
+}
+
+static void make_cfg(const cm_model *cm, cm__cfg *g, int tp, int cp, int dp, int ep, int mbs,
+                     int sp, spec_recompute rc);
+
+int cm_layer_profile_get(cm_model *cm, int tp, int cp, int ep, int dp, int mbs, int sp,
+                         spec_recompute rc, cm_layer_profile *o) {
+  memset(o, 0, sizeof *o);
+  if (tp < 1 || cp < 1 || ep < 1 || dp < 1 || mbs < 1 || (dp * cp) % ep) return PP_PLAN;
+  cm__cfg g;
+  make_cfg(cm, &g, tp, cp, dp, ep, mbs, sp && tp > 1, rc);
+  const cm__layer_entry *e = layer_costs(cm, &g);
+  const cm__layer *L = &e->layer;
+  o->fwd_s = L->fwd_s, o->bwd_s = L->bwd_s, o->recomp_s = L->recomp_s;
+  o->tp_fwd_s = L->tp_fwd_s, o->tp_bwd_s = L->tp_bwd_s, o->tp_recomp_s = L->tp_recomp_s;
+  o->cp_fwd_s = L->cp_fwd_s, o->cp_bwd_s = L->cp_bwd_s;
+  o->ep_fwd_s = L->ep_fwd_s, o->ep_bwd_s = L->ep_bwd_s, o->ep_recomp_s = L->ep_recomp_s;
+  o->tp_sp = g.sp;
+  o->tp_bytes = L->tp_bytes;
+  o->tp_calls_fwd = o->tp_calls_bwd = tp > 1 ? 2 : 0;
+  o->tp_calls_recomp = rc == SPEC_RECOMPUTE_FULL ? o->tp_calls_fwd : 0;
+  o->cp_steps = cp - 1;
+  o->cp_step_bytes = L->cp_step_bytes;
+  o->ep_bytes = L->ep_bytes;
+  o->ep_calls_fwd = o->ep_calls_bwd = L->ep_bytes > 0 ? 2 : 0;
+  o->ep_calls_recomp = rc == SPEC_RECOMPUTE_FULL ? o->ep_calls_fwd : 0;
+  o->embed_fwd_s = e->emb_f, o->embed_bwd_s = e->emb_b;
+  o->head_fwd_s = e->head_f, o->head_bwd_s = e->head_b;
+  o->p2p_bytes = (double)mbs * cm->m.seq_len / cp * cm->m.hidden * cm->act_bytes /
+                 (cm->p.pp_scatter_gather ? tp : 1);
+  o->layer_expert_params = cm->layer_expert_params / ((double)tp * ep);
+  o->layer_params = cm->layer_dense_params / tp + o->layer_expert_params;
+  o->embed_params = cm->embed_params / tp;
+  o->head_params = cm->head_params / tp;
+  return PP_OK;
+}
+
 /* ---- evaluation ------------------------------------------------------------------------------ */
 
 /* One pipeline rank (or stage of a non-uniform plan) as the schedule sees it. */

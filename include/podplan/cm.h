@@ -214,6 +214,33 @@ double cm_coll_time(const cm_model *cm, cm_coll c, cm_algo a, double bytes, cons
 double cm_coll_best(const cm_model *cm, cm_coll c, double bytes, const cm_place *pl,
                     cm_algo *chosen);
 
+/* What one transformer layer costs one rank for one microbatch under a stage's degrees (groups
+ * placed as Megatron orders ranks: tp, cp, dp, pp), and what its communication is made of:
+ * the simulator replays it with every group's traffic on the links at once. */
+typedef struct cm_layer_profile {
+  double fwd_s, bwd_s, recomp_s;          /* compute: GEMMs, attention, memory-bound ops */
+  double tp_fwd_s, tp_bwd_s, tp_recomp_s; /* exposed TP/SP collectives */
+  double cp_fwd_s, cp_bwd_s;              /* exposed ring-attention exchanges */
+  double ep_fwd_s, ep_bwd_s, ep_recomp_s; /* MoE all-to-alls */
+  int tp_sp;              /* 1: each call is an all-gather plus a reduce-scatter; 0: an all-reduce */
+  int tp_calls_fwd, tp_calls_bwd, tp_calls_recomp; /* TP calls per phase (AR, or AG+RS pairs) */
+  double tp_bytes;        /* buffer of each TP call */
+  int cp_steps;           /* ring steps per phase (c - 1); backward moves twice the bytes */
+  double cp_step_bytes;
+  int ep_calls_fwd, ep_calls_bwd, ep_calls_recomp;
+  double ep_bytes;
+  double embed_fwd_s, embed_bwd_s; /* the first stage's embedding (its TP reduction included) */
+  double head_fwd_s, head_bwd_s;   /* the last stage's final norm, LM head and loss */
+  double p2p_bytes;       /* what one rank sends the next stage per microbatch */
+  double layer_params;    /* parameters per GPU of one layer (dense / tp + experts / (tp ep)) */
+  double layer_expert_params; /* ... of which expert weights */
+  double embed_params, head_params; /* per GPU, on the first and last stage */
+} cm_layer_profile;
+int cm_layer_profile_get(cm_model *cm, int tp, int cp, int ep, int dp, int mbs, int sp,
+                         spec_recompute rc, cm_layer_profile *out);
+/* Optimizer step time for `params` parameters held by one GPU (Adam, fp32 master weights). */
+double cm_optimizer_time(const cm_model *cm, double params);
+
 /* Time of one GEMM (m x n x k, the model's dtype) and its efficiency (fraction of peak). */
 double cm_gemm_time(const cm_model *cm, double m, double n, double k, double *eff);
 

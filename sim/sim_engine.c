@@ -1,0 +1,425 @@
+/* Running a world in SimGrid: a child process per run (SimGrid loads one platform per process
+ * and keeps global state), the platform written from the topology and the routes the
+ * programs need, an actor per GPU executing its program, and the results sent back through a
+ * pipe. Network model: CM02 without TCP gamma and cross-traffic (../shared/notes/simgrid.md:
+ * LV08's factors model TCP, not NVLink or RDMA); link latencies are zero and latencies are
+ * delays in the collectives, so that flows sharing a bottleneck share it equally. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xbt/config.h>
+#include <xbt/log.h>
+
+#include "sim_int.h"
+
+static const char *const ev_names[SIM_NEVKINDS] = {"forward", "backward", "tp",  "cp",
+                                                   "ep",      "p2p",      "dp", "optimizer"};
+const char *sim_ev_name(sim_ev_kind k) { return (unsigned)k < SIM_NEVKINDS ? ev_names[k] : "?"; }
+
+void sim_result_clear(sim_result *r) {
+  if (!r) return;
+  free(r->events);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- the actors ------------------------------------------------------------------------------ */
+
+typedef struct gpu_actor {
+  sim__world *w;
+  int gpu;
+  int a, b;          /* ops to run */
+  int helper;        /* 1: runs a delegated range (the overlapped DP reduction) */
+  int skip_a, skip_b; /* main: a range given to the helper */
+  sg_actor_t helper_actor;
+  double p2p_s;      /* main: estimated transfer part of its receive waits */
+} gpu_actor;
+
+static void record(sim__world *w, int gpu, sim_ev_kind k, int mb, int chunk, double t0,
+                   double t1, int main_actor) {
+  if (main_actor) w->gpu_kind[gpu][k] += t1 - t0;
+  if (!w->want_events || t1 <= t0) return;
+  if (w->nevents == w->capevents) {
+    size_t cap = w->capevents ? 2 * w->capevents : 4096;
+    sim_event *e = realloc(w->events, cap * sizeof *e);
+    if (!e) return;
+    w->events = e;
+    w->capevents = cap;
+  }
+  w->events[w->nevents++] = (sim_event){gpu, k, mb, chunk, t0, t1};
+}
+
+static void gpu_main(int argc, char **argv);
+
+static void exec_ops(gpu_actor *ga) {
+  sim__world *w = ga->w;
+  int gpu = ga->gpu;
+  sim__prog *pg = &w->prog[gpu];
+  int ev = -1, ev_mb = -1, ev_chunk = 0;
+  double ev_t0 = 0;
+  char name[64];
+  void *data;
+  for (int i = ga->a; i < ga->b; i++) {
+    if (!ga->helper && i == ga->skip_a && ga->skip_b > ga->skip_a) {
+      i = ga->skip_b - 1;
+      continue;
+    }
+    const sim__op *o = &pg->ops[i];
+    switch (o->kind) {
+    case SIM__OP_SLEEP: sg_actor_sleep_for(o->t); break;
+    case SIM__OP_COLL: sim__coll_exec(w, o->group, o->member, o->coll, o->algo, o->bytes); break;
+    case SIM__OP_BATCH: sim__batch_exec(w, o->group, o->member, o->bytes, o->t); break;
+    case SIM__OP_SEND:
+      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, gpu, o->peer);
+      sim__put_detached(w, gpu, o->peer, sg_mailbox_by_name(name), o->bytes);
+      break;
+    case SIM__OP_RECV: {
+      double t0 = simgrid_get_clock();
+      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, o->peer, gpu);
+      sg_comm_t c = sg_mailbox_get_async(sg_mailbox_by_name(name), &data);
+      sg_comm_wait(c);
+      if (o->t > 0) sg_actor_sleep_for(o->t); /* the transfer's latency */
+      record(w, gpu, SIM_EV_P2P, -1, 0, t0, simgrid_get_clock(), !ga->helper);
+      break;
+    }
+    case SIM__OP_ASYNC: {
+      gpu_actor *h = malloc(sizeof *h);
+      *h = (gpu_actor){w, gpu, o->a, o->b, 1, 0, 0, NULL, 0};
+      ga->skip_a = o->a, ga->skip_b = o->b;
+      snprintf(name, sizeof name, "dp%d", gpu);
+      sg_actor_t a = sg_actor_init(name, sg_host_self());
+      sg_actor_set_data(a, h);
+      sg_actor_ref(a);
+      sg_actor_start_(a, gpu_main, 0, NULL);
+      ga->helper_actor = a;
+      break;
+    }
+    case SIM__OP_JOIN: {
+      double t0 = simgrid_get_clock();
+      if (ga->helper_actor) {
+        sg_actor_join(ga->helper_actor, -1);
+        sg_actor_unref(ga->helper_actor);
+        ga->helper_actor = NULL;
+      }
+      record(w, gpu, SIM_EV_DP, -1, 0, t0, simgrid_get_clock(), !ga->helper);
+      break;
+    }
+    case SIM__OP_BEGIN:
+      ev = o->ev, ev_mb = o->mb, ev_chunk = o->chunk, ev_t0 = simgrid_get_clock();
+      break;
+    case SIM__OP_END:
+      if (ev >= 0)
+        record(w, gpu, (sim_ev_kind)ev, ev_mb, ev_chunk, ev_t0, simgrid_get_clock(), !ga->helper);
+      ev = -1;
+      break;
+    }
+  }
+  if (!ga->helper) w->gpu_end[gpu] = simgrid_get_clock();
+}
+
+static void gpu_main(int argc, char **argv) {
+  (void)argc, (void)argv;
+  gpu_actor *ga = sg_actor_self_get_data();
+  exec_ops(ga);
+  free(ga);
+}
+
+void sim__run_world(sim__world *w) {
+  char name[48];
+  for (int g = 0; g < w->ngpu; g++) {
+    gpu_actor *ga = malloc(sizeof *ga);
+    *ga = (gpu_actor){w, g, 0, w->prog[g].n, 0, 0, 0, NULL, 0};
+    sim__host_name(&w->topo, g, name, sizeof name);
+    sg_actor_t a = sg_actor_init(name, sg_host_by_name(name));
+    sg_actor_set_data(a, ga);
+    sg_actor_start_(a, gpu_main, 0, NULL);
+  }
+  sim__relays_start(w);
+  simgrid_run();
+}
+
+/* ---- the child process ------------------------------------------------------------------------ */
+
+typedef struct wire {
+  int status;             /* 0 ok */
+  char msg[256];
+  double end_time;
+  long messages;
+  double util_mean[CM_NLEVELS], util_max[CM_NLEVELS];
+  int levels_present;
+  size_t nevents;
+} wire;
+
+static int write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    p += k, n -= (size_t)k;
+  }
+  return 0;
+}
+
+static int read_all(int fd, void *buf, size_t n) {
+  char *p = buf;
+  while (n) {
+    ssize_t k = read(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    p += k, n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* The level a link kind belongs to, for utilisation. */
+static cm_level level_of(sim__link_kind k) {
+  static const cm_level map[SIM__NLINKKINDS] = {CM_LVL_NVLINK, CM_LVL_NVLINK_UP, CM_LVL_NET,
+                                                CM_LVL_SPINE, CM_LVL_TORUS};
+  return map[k];
+}
+
+static void child(sim__world *w, const char *platform, int fd) {
+  wire h;
+  memset(&h, 0, sizeof h);
+  int argc = 1;
+  char arg0[] = "podplan-sim", *argv[] = {arg0, NULL};
+  xbt_log_control_set("root.thresh:critical");
+  simgrid_init(&argc, argv);
+  sg_cfg_set_string("network/model", "CM02");
+  sg_cfg_set_boolean("network/crosstraffic", "no");
+  sg_cfg_set_double("network/TCP-gamma", 0);
+  sg_cfg_set_int("contexts/stack-size", 256);
+  simgrid_load_platform(platform);
+  w->link_bytes = calloc((size_t)2 * w->topo.nlinks + 1, sizeof *w->link_bytes);
+  w->gpu_end = calloc((size_t)w->ngpu, sizeof *w->gpu_end);
+  w->gpu_kind = calloc((size_t)w->ngpu, sizeof *w->gpu_kind);
+  if (!w->link_bytes || !w->gpu_end || !w->gpu_kind) {
+    h.status = 1;
+    snprintf(h.msg, sizeof h.msg, "sim: out of memory");
+  } else {
+    sim__run_world(w);
+    h.end_time = simgrid_get_clock();
+    h.messages = w->messages;
+    /* utilisation: bytes carried / (bandwidth * time), per direction */
+    int cnt[CM_NLEVELS] = {0};
+    for (int l = 0; l < w->topo.nlinks && h.end_time > 0; l++) {
+      cm_level lv = level_of(sim__link_kind_of(&w->topo, l));
+      double bw = sim__link_bw(&w->topo, l);
+      h.levels_present |= 1 << lv;
+      for (int d = 0; d < 2; d++) {
+        double u = bw > 0 ? w->link_bytes[2 * l + d] / (bw * h.end_time) : 0;
+        h.util_mean[lv] += u;
+        cnt[lv]++;
+        if (u > h.util_max[lv]) h.util_max[lv] = u;
+      }
+    }
+    for (int lv = 0; lv < CM_NLEVELS; lv++)
+      if (cnt[lv]) h.util_mean[lv] /= cnt[lv];
+    h.nevents = w->nevents;
+  }
+  int bad = write_all(fd, &h, sizeof h) ||
+            (h.status == 0 && (write_all(fd, w->gpu_end, (size_t)w->ngpu * sizeof(double)) ||
+                               write_all(fd, w->gpu_kind, (size_t)w->ngpu * sizeof *w->gpu_kind) ||
+                               (w->nevents && write_all(fd, w->events, w->nevents * sizeof(sim_event)))));
+  close(fd);
+  _exit(bad ? 3 : 0);
+}
+
+int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_err *err) {
+  /* the platform, with the routes of this run */
+  char tmp[] = "/tmp/podplan-platform-XXXXXX";
+  const char *path = platform_out;
+  int rc = PP_OK, tfd = -1;
+  if (!path) {
+    tfd = mkstemp(tmp);
+    if (tfd < 0) return pp_err_set(err, PP_IO, "sim: cannot create a temporary platform file: %s",
+                                   strerror(errno));
+    close(tfd);
+    path = tmp;
+  }
+  sim__pairs pairs = {0};
+  FILE *f = NULL;
+  if (sim__collect_pairs(w, &pairs, err)) {
+    rc = err->code;
+    goto done;
+  }
+  f = fopen(path, "w");
+  if (!f) {
+    rc = pp_err_set(err, PP_INPUT, "%s: cannot write the platform: %s", path, strerror(errno));
+    goto done;
+  }
+  if (sim__platform_write(&w->topo, &pairs, f) || fclose(f)) {
+    f = NULL;
+    rc = pp_err_set(err, PP_IO, "%s: cannot write the platform: %s", path, strerror(errno));
+    goto done;
+  }
+  f = NULL;
+  int fds[2];
+  if (pipe(fds)) {
+    rc = pp_err_set(err, PP_IO, "sim: pipe: %s", strerror(errno));
+    goto done;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]), close(fds[1]);
+    rc = pp_err_set(err, PP_IO, "sim: fork: %s", strerror(errno));
+    goto done;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child(w, path, fds[1]);
+  }
+  close(fds[1]);
+  wire h;
+  double *ends = malloc((size_t)w->ngpu * sizeof *ends);
+  double(*kinds)[SIM_NEVKINDS] = malloc((size_t)w->ngpu * sizeof *kinds);
+  int got = ends && kinds && read_all(fds[0], &h, sizeof h) == 0;
+  if (got && h.status == 0)
+    got = read_all(fds[0], ends, (size_t)w->ngpu * sizeof *ends) == 0 &&
+          read_all(fds[0], kinds, (size_t)w->ngpu * sizeof *kinds) == 0;
+  sim_event *ev = NULL;
+  if (got && h.status == 0 && h.nevents) {
+    ev = malloc(h.nevents * sizeof *ev);
+    got = ev && read_all(fds[0], ev, h.nevents * sizeof *ev) == 0;
+  }
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (!got || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    if (got && h.status)
+      rc = pp_err_set(err, PP_INTERNAL, "%s", h.msg);
+    else if (WIFSIGNALED(st))
+      rc = pp_err_set(err, PP_INTERNAL, "sim: SimGrid died (signal %d) on platform %s",
+                      WTERMSIG(st), path);
+    else
+      rc = pp_err_set(err, PP_INPUT, "sim: SimGrid rejected the run (exit %d; its message is "
+                      "above) on platform %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, path);
+    free(ends), free(kinds), free(ev);
+    goto done;
+  }
+  memset(res, 0, sizeof *res);
+  res->sim_wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  res->messages = h.messages;
+  res->ranks = w->ngpu;
+  memcpy(res->util_mean, h.util_mean, sizeof h.util_mean);
+  memcpy(res->util_max, h.util_max, sizeof h.util_max);
+  res->levels_present = h.levels_present;
+  res->events = ev;
+  res->nevents = h.nevents;
+  /* the slowest GPU and its time by kind */
+  int slow = 0;
+  for (int g = 0; g < w->ngpu; g++)
+    if (ends[g] > ends[slow]) slow = g;
+  res->iter_time_s = ends[slow];
+  double *k = kinds[slow];
+  res->t.compute_s = k[SIM_EV_FORWARD] + k[SIM_EV_BACKWARD];
+  res->t.tp_comm_s = k[SIM_EV_TP];
+  res->t.cp_comm_s = k[SIM_EV_CP];
+  res->t.ep_comm_s = k[SIM_EV_EP];
+  res->t.dp_comm_s = k[SIM_EV_DP];
+  res->t.optimizer_s = k[SIM_EV_OPTIMIZER];
+  res->t.pp_p2p_s = 0;
+  double rest = res->iter_time_s - res->t.compute_s - res->t.tp_comm_s - res->t.cp_comm_s -
+                res->t.ep_comm_s - res->t.dp_comm_s - res->t.optimizer_s;
+  res->t.pp_bubble_s = rest > 0 ? rest : 0; /* waiting on the pipeline, transfers included */
+  if (w->gpu_end) memcpy(w->gpu_end, ends, (size_t)w->ngpu * sizeof *ends);
+  else w->gpu_end = ends, ends = NULL;
+  free(ends);
+  free(kinds);
+done:
+  sim__pairs_free(&pairs);
+  if (f) fclose(f);
+  if (!platform_out) unlink(tmp);
+  return rc;
+}
+
+/* ---- entry points --------------------------------------------------------------------------- */
+
+static int world_init(sim__world *w, const spec_model *m, const spec_cluster *c,
+                      const cm_params *p, sim_fidelity fid, int ngpu, pp_err *err) {
+  memset(w, 0, sizeof *w);
+  if (cm_model_create(m, c, p, &w->cm, err)) return err->code;
+  sim__topo_init(&w->topo, c, w->cm);
+  w->fidelity = fid;
+  w->ngpu = ngpu;
+  w->prog = calloc((size_t)ngpu, sizeof *w->prog);
+  if (!w->prog) return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  return PP_OK;
+}
+
+int sim_run(const spec_model *m, const spec_cluster *c, const cm_params *p, const spec_plan *plan,
+            const sim_opts *o, sim_result *out, pp_err *err) {
+  sim_opts dflt = {SIM_FAST, NULL, 0};
+  if (!o) o = &dflt;
+  memset(out, 0, sizeof *out);
+  sim__world w;
+  spec_cluster cc = *c;
+  int rc = world_init(&w, m, &cc, p, o->fidelity, c->gpus, err);
+  if (!rc) {
+    w.topo.c = &cc;
+    w.want_events = o->events;
+    rc = sim__lower(&w, m, plan, err);
+  }
+  if (!rc) rc = sim__in_child(&w, o->platform_out, out, err);
+  sim__world_free(&w);
+  return rc;
+}
+
+int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *jobs, int njobs,
+                    sim_fidelity f, pp_err *err) {
+  spec_model m;
+  int rc = spec_model_load("gpt3-175b", &m, err); /* any model: collectives need none */
+  if (rc) return rc;
+  sim__world w;
+  spec_cluster cc = *c;
+  if ((rc = world_init(&w, &m, &cc, p, f, c->gpus, err))) {
+    sim__world_free(&w);
+    return rc;
+  }
+  w.topo.c = &cc;
+  for (int j = 0; j < njobs && !rc; j++) {
+    int gi = sim__group_add(&w, jobs[j].gpus, jobs[j].n, err);
+    if (gi < 0) {
+      rc = err->code;
+      break;
+    }
+    for (int k = 0; k < jobs[j].n && !rc; k++) {
+      int g = jobs[j].gpus[k];
+      if (g < 0 || g >= c->gpus) {
+        rc = pp_err_set(err, PP_INPUT, "sim: job %d: gpu %d outside the %d GPUs", j, g, c->gpus);
+        break;
+      }
+      rc = sim__op_push(&w.prog[g], &(sim__op){.kind = SIM__OP_COLL, .group = gi,
+                                               .coll = jobs[j].coll, .algo = jobs[j].algo,
+                                               .bytes = jobs[j].bytes, .member = k}, err);
+    }
+  }
+  sim_result r;
+  if (!rc) rc = sim__in_child(&w, NULL, &r, err);
+  if (!rc) {
+    for (int j = 0; j < njobs; j++) {
+      double t = 0;
+      for (int k = 0; k < jobs[j].n; k++)
+        if (w.gpu_end[jobs[j].gpus[k]] > t) t = w.gpu_end[jobs[j].gpus[k]];
+      jobs[j].time_s = t;
+    }
+    sim_result_clear(&r);
+  }
+  sim__world_free(&w);
+  return rc;
+}

@@ -1,0 +1,154 @@
+/* Internals of sim/: the fabric as links and routes (sim_topo.c), the SimGrid platform writer,
+ * the per-GPU programs an iteration lowers to (sim_prog.c), the collectives actors run
+ * (sim_coll.c) and the child process that runs SimGrid (sim_engine.c). */
+#ifndef PODPLAN_SIM_INT_H
+#define PODPLAN_SIM_INT_H
+
+#include <simgrid/forward.h>
+#include <stdio.h>
+
+#include "podplan/sim.h"
+
+/* ---- the fabric --------------------------------------------------------------------------- */
+
+typedef enum {
+  SIM__L_NVL,  /* a GPU's NVLink port (split duplex: UP leaves the GPU) */
+  SIM__L_UP,   /* a node's NVLink uplink in a multi-node domain */
+  SIM__L_NIC,  /* one NIC */
+  SIM__L_LEAF, /* a leaf's uplink to the spine */
+  SIM__L_TOR,  /* one torus link, one direction */
+  SIM__NLINKKINDS
+} sim__link_kind;
+
+typedef struct sim__topo {
+  const spec_cluster *c;
+  cm_fabric f;
+  int ngpu, gpn, dom, nodes, nics, rail, leaf_nodes, nleaves;
+  int has_nvl, has_up, torus;
+  int dims[3], wrap;
+  int nvs_node, nvs_dom; /* NVLS switch hosts: per node, per multi-node domain */
+  /* link index ranges: [first[k], first[k] + count[k]) */
+  int first[SIM__NLINKKINDS], count[SIM__NLINKKINDS], nlinks;
+} sim__topo;
+
+/* One hop of a route: a link and, for split-duplex links, its direction (1 = UP). */
+typedef struct sim__hop {
+  int link;
+  int up;
+} sim__hop;
+
+void sim__topo_init(sim__topo *t, const spec_cluster *c, const cm_model *cm);
+double sim__link_bw(const sim__topo *t, int link);
+sim__link_kind sim__link_kind_of(const sim__topo *t, int link);
+void sim__link_name(const sim__topo *t, int link, char *buf, size_t n);
+/* Hosts: GPUs 0..ngpu-1, then NVLS switches (node ones, then domain ones). */
+int sim__nhosts(const sim__topo *t);
+void sim__host_name(const sim__topo *t, int host, char *buf, size_t n);
+int sim__nvs_of(const sim__topo *t, int gpu, int domain_level);
+/* The route between two hosts (at most SIM__MAXHOPS hops); returns the number of hops. */
+#define SIM__MAXHOPS 64
+int sim__route(const sim__topo *t, int src, int dst, sim__hop *hops);
+
+/* The set of (src, dst) host pairs a run needs routes for. */
+typedef struct sim__pairs {
+  unsigned long long *keys; /* src << 32 | dst, open addressing; ~0 = empty */
+  size_t cap, n;
+} sim__pairs;
+int sim__pairs_add(sim__pairs *p, int src, int dst);
+void sim__pairs_free(sim__pairs *p);
+/* Writes the platform: hosts, links, and the routes of `pairs` (both directions). */
+int sim__platform_write(const sim__topo *t, const sim__pairs *pairs, FILE *f);
+
+/* ---- programs ----------------------------------------------------------------------------- */
+
+/* A group of GPUs that runs collectives together. */
+typedef struct sim__group {
+  int n;
+  int *gpus;
+  cm_place pl;       /* placement (for latency, ramp and bandwidth of its collectives) */
+  int nch;           /* ring channels: the NICs a multi-node ring spreads over, or the torus
+                        links (dimension and direction) a torus group sends on */
+  int *succ;         /* [ch * n + member]: the member it sends to in channel ch */
+  int relay_node, relay_dom; /* NVLS: 1 when relays at those levels serve this group */
+} sim__group;
+
+typedef enum {
+  SIM__OP_SLEEP,    /* t seconds of compute (or a known delay) */
+  SIM__OP_COLL,     /* a collective on a group */
+  SIM__OP_BATCH,    /* a run of collectives on one group replayed as ring flows of
+                       `bytes` per rank plus a `t` delay (their latency) */
+  SIM__OP_SEND,     /* asynchronous send of bytes to peer */
+  SIM__OP_RECV,     /* blocking receive from peer, then t seconds of latency */
+  SIM__OP_ASYNC,    /* start ops [a, b) of this GPU's list in a helper actor */
+  SIM__OP_JOIN,     /* wait for the helper */
+  SIM__OP_BEGIN,    /* start of an event (kind, microbatch, chunk) */
+  SIM__OP_END
+} sim__op_kind;
+
+typedef struct sim__op {
+  sim__op_kind kind;
+  int group;           /* OP_COLL, OP_BATCH */
+  cm_coll coll;        /* OP_COLL */
+  cm_algo algo;        /* OP_COLL */
+  double bytes;        /* per-rank buffer (OP_COLL), flow bytes (OP_BATCH, SEND) */
+  double t;            /* OP_SLEEP seconds; OP_BATCH delay; OP_RECV latency */
+  int peer;            /* OP_SEND/RECV: GPU id */
+  int a, b;            /* OP_ASYNC: op range */
+  int ev;              /* OP_BEGIN: sim_ev_kind; OP_SEND/RECV: 0 forward, 1 backward */
+  int member;          /* OP_COLL, OP_BATCH: this GPU's index in the group */
+  int mb, chunk;       /* OP_BEGIN */
+} sim__op;
+
+typedef struct sim__prog {
+  sim__op *ops;
+  int n, cap;
+} sim__prog;
+
+typedef struct sim__world {
+  sim__topo topo;
+  cm_model *cm;
+  int ngpu;           /* GPUs with a program */
+  sim__prog *prog;    /* ngpu programs */
+  sim__group *groups;
+  int ngroups, capgroups;
+  sim_fidelity fidelity;
+  int want_events;
+  /* filled by the run */
+  sim_event *events;
+  size_t nevents, capevents;
+  long messages;
+  double *link_bytes; /* per link: bytes carried up [2 l] and down [2 l + 1] */
+  double end_time;
+  double *gpu_end;    /* per GPU: when its program finished */
+  double (*gpu_kind)[SIM_NEVKINDS]; /* per GPU: seconds spent per event kind */
+} sim__world;
+
+int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err);
+int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err);
+void sim__world_free(sim__world *w);
+/* Every (src, dst) pair the programs and collectives will use. */
+int sim__collect_pairs(const sim__world *w, sim__pairs *pairs, pp_err *err);
+
+/* Lowers a plan to per-GPU programs. */
+int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *err);
+
+/* ---- running ------------------------------------------------------------------------------- */
+
+/* In the SimGrid child: creates the actors of every program (and NVLS relays) and runs. */
+void sim__run_world(sim__world *w);
+/* Posts a message of `bytes` from host src to host dst on mailbox mb (inside an actor), and
+ * counts it and its bytes on every link of its route. */
+sg_comm_t sim__put(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
+/* The same, sent without waiting for it (an asynchronous pipeline send). */
+void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
+/* The collective a member of a group runs (inside its actor). */
+void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes);
+void sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes, double delay);
+/* NVLS relays run on switch hosts; created for every group that uses NVLS. */
+void sim__relays_start(sim__world *w);
+
+/* Runs fn(w, arg) in a child process with SimGrid set up on the platform of w; the child
+ * writes results back through `out_size` bytes of *out (and the events). */
+int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_err *err);
+
+#endif

@@ -1,0 +1,525 @@
+/* Groups, per-GPU programs and the lowering of a plan to them.
+ *
+ * A GPU's program is the sequence Megatron's schedule runs: for each (forward or backward,
+ * microbatch, model chunk) its compute as a delay (the cost model's time for those layers),
+ * then its exposed TP/SP, CP and EP communication replayed on the group's links, and its
+ * pipeline sends (asynchronous) and receives (blocking); then the data-parallel gradient
+ * reduction (in a helper actor from the last backward on when the software overlaps it), the
+ * optimizer step and the distributed optimizer's parameter gather. Every GPU of the plan runs
+ * its own program, so every group's traffic is on the links at once. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+/* ---- groups --------------------------------------------------------------------------------- */
+
+/* A torus group sends in one channel per (dimension it spans, direction): to the next member
+ * along that dimension, wrapping inside the group, so that its flows use every torus link the
+ * cost model counts for it (2 per dimension when the dimension closes into a ring, else 1). */
+static int torus_channels(sim__world *w, sim__group *g, pp_err *err) {
+  const int *d = w->topo.dims;
+  int n = g->n, dims[3], nd = 0;
+  for (int a = 0; a < 3; a++) {
+    int lo = 1 << 30, hi = -1;
+    for (int i = 0; i < n; i++) {
+      int c = a == 0 ? g->gpus[i] % d[0] : a == 1 ? g->gpus[i] / d[0] % d[1] : g->gpus[i] / (d[0] * d[1]);
+      lo = c < lo ? c : lo, hi = c > hi ? c : hi;
+    }
+    if (hi > lo) dims[nd++] = a;
+  }
+  int dirs = g->pl.torus_wrap ? 2 : 1;
+  g->nch = nd ? nd * dirs : 1;
+  g->succ = malloc((size_t)g->nch * n * sizeof *g->succ);
+  if (!g->succ) return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  if (!nd) {
+    for (int i = 0; i < n; i++) g->succ[i] = (i + 1) % n;
+    return PP_OK;
+  }
+  int stride[3] = {1, d[0], d[0] * d[1]};
+  for (int k = 0; k < nd; k++)
+    for (int dir = 0; dir < dirs; dir++) {
+      int ch = k * dirs + dir, a = dims[k];
+      for (int i = 0; i < n; i++) {
+        /* the member with the same other coordinates and the next (or previous) coordinate
+         * along a among the group's own, cyclically */
+        int ci = g->gpus[i] / stride[a] % d[a], best = -1, bestd = 1 << 30, first = -1, firstc = 1 << 30;
+        for (int j = 0; j < n; j++) {
+          if (g->gpus[j] - g->gpus[j] / stride[a] % d[a] * stride[a] !=
+              g->gpus[i] - ci * stride[a])
+            continue;
+          int cj = g->gpus[j] / stride[a] % d[a];
+          int delta = dir == 0 ? cj - ci : ci - cj;
+          if (delta > 0 && delta < bestd) bestd = delta, best = j;
+          int key = dir == 0 ? cj : -cj;
+          if (key < firstc) firstc = key, first = j;
+        }
+        g->succ[ch * n + i] = best >= 0 ? best : first;
+      }
+    }
+  return PP_OK;
+}
+
+int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
+  if (w->ngroups == w->capgroups) {
+    int cap = w->capgroups ? 2 * w->capgroups : 64;
+    sim__group *g = realloc(w->groups, (size_t)cap * sizeof *g);
+    if (!g) return -pp_err_set(err, PP_NOMEM, "sim: out of memory");
+    w->groups = g;
+    w->capgroups = cap;
+  }
+  sim__group *g = &w->groups[w->ngroups];
+  memset(g, 0, sizeof *g);
+  g->n = n;
+  g->gpus = malloc((size_t)n * sizeof *g->gpus);
+  if (!g->gpus) return -pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  memcpy(g->gpus, gpus, (size_t)n * sizeof *gpus);
+  cm_place_list(w->cm, gpus, n, &g->pl);
+  const sim__topo *t = &w->topo;
+  if (t->torus) return torus_channels(w, g, err) ? -1 : w->ngroups++;
+  /* a ring that leaves its nodes spreads over as many channels as a node has NICs (and
+   * members), each leaving the node through another NIC, as NCCL's rings do */
+  g->nch = 1;
+  if (t->nics && g->pl.nodes > 1 && g->pl.per_node > 1)
+    g->nch = g->pl.per_node < t->nics ? g->pl.per_node : t->nics;
+  g->succ = malloc((size_t)g->nch * n * sizeof *g->succ);
+  int *byrank = malloc((size_t)n * sizeof *byrank), *order = malloc((size_t)n * sizeof *order);
+  if (!g->succ || !byrank || !order) {
+    free(byrank), free(order);
+    return -pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  }
+  /* members sorted by GPU id (nodes are ranges of ids) */
+  for (int i = 0; i < n; i++) byrank[i] = i;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && gpus[byrank[j - 1]] > gpus[byrank[j]]; j--) {
+      int x = byrank[j];
+      byrank[j] = byrank[j - 1];
+      byrank[j - 1] = x;
+    }
+  for (int ch = 0; ch < g->nch; ch++) {
+    /* within each node, start the node's run at its ch-th member */
+    int at = 0;
+    for (int i = 0; i < n;) {
+      int node = gpus[byrank[i]] / t->gpn, j = i;
+      while (j < n && gpus[byrank[j]] / t->gpn == node) j++;
+      int m = j - i;
+      for (int k = 0; k < m; k++) order[at++] = byrank[i + (k + ch) % m];
+      i = j;
+    }
+    for (int p = 0; p < n; p++) g->succ[ch * n + order[p]] = order[(p + 1) % n];
+  }
+  free(byrank), free(order);
+  g->relay_node = w->topo.nvs_node && g->pl.domains == 1;
+  g->relay_dom = g->relay_node && w->topo.nvs_dom && g->pl.nodes > 1;
+  return w->ngroups++;
+}
+
+int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err) {
+  if (p->n == p->cap) {
+    int cap = p->cap ? 2 * p->cap : 64;
+    sim__op *o = realloc(p->ops, (size_t)cap * sizeof *o);
+    if (!o) return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+    p->ops = o;
+    p->cap = cap;
+  }
+  p->ops[p->n++] = *op;
+  return PP_OK;
+}
+
+void sim__world_free(sim__world *w) {
+  for (int i = 0; i < w->ngroups; i++) {
+    free(w->groups[i].succ);
+    free(w->groups[i].gpus);
+  }
+  free(w->groups);
+  for (int i = 0; w->prog && i < w->ngpu; i++) free(w->prog[i].ops);
+  free(w->prog);
+  free(w->events);
+  free(w->gpu_end);
+  free(w->gpu_kind);
+  cm_model_destroy(w->cm);
+  memset(w, 0, sizeof *w);
+}
+
+/* ---- the routes a run needs ---------------------------------------------------------------- */
+
+enum { USE_RING = 1, USE_A2A = 2, USE_NVLS = 4 };
+
+static int group_pairs(const sim__world *w, const sim__group *g, unsigned use, sim__pairs *pp) {
+  int rc = 0;
+  if (use & USE_RING)
+    for (int ch = 0; ch < g->nch; ch++)
+      for (int m = 0; m < g->n; m++) rc |= sim__pairs_add(pp, g->gpus[m], g->gpus[g->succ[ch * g->n + m]]);
+  if (use & USE_A2A)
+    for (int i = 0; i < g->n; i++)
+      for (int j = 0; j < g->n; j++) rc |= sim__pairs_add(pp, g->gpus[i], g->gpus[j]);
+  if ((use & USE_NVLS) && g->relay_node)
+    for (int i = 0; i < g->n; i++) {
+      int x = g->gpus[i], sn = sim__nvs_of(&w->topo, x, 0);
+      rc |= sim__pairs_add(pp, x, sn) | sim__pairs_add(pp, sn, x);
+      if (g->relay_dom) {
+        int sd = sim__nvs_of(&w->topo, x, 1);
+        rc |= sim__pairs_add(pp, sn, sd) | sim__pairs_add(pp, sd, sn);
+      }
+    }
+  return rc;
+}
+
+int sim__collect_pairs(const sim__world *w, sim__pairs *pp, pp_err *err) {
+  unsigned *use = calloc((size_t)w->ngroups + 1, sizeof *use);
+  if (!use) return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  int rc = 0;
+  for (int g = 0; g < w->ngpu; g++)
+    for (int i = 0; i < w->prog[g].n; i++) {
+      const sim__op *o = &w->prog[g].ops[i];
+      switch (o->kind) {
+      case SIM__OP_BATCH: use[o->group] |= USE_RING; break;
+      case SIM__OP_COLL:
+        use[o->group] |= o->coll == CM_ALL_TO_ALL    ? USE_A2A
+                         : o->algo == CM_ALGO_NVLS   ? USE_NVLS
+                         : o->algo == CM_ALGO_HIER   ? USE_A2A /* sub-rings: any pair */
+                                                     : USE_RING;
+        break;
+      case SIM__OP_SEND: rc |= sim__pairs_add(pp, g, o->peer); break;
+      case SIM__OP_RECV: rc |= sim__pairs_add(pp, o->peer, g); break;
+      default: break;
+      }
+    }
+  for (int i = 0; i < w->ngroups && !rc; i++)
+    if (use[i]) rc |= group_pairs(w, &w->groups[i], use[i], pp);
+  free(use);
+  return rc ? pp_err_set(err, PP_NOMEM, "sim: out of memory") : PP_OK;
+}
+
+/* ---- lowering ------------------------------------------------------------------------------- */
+
+typedef struct lower {
+  sim__world *w;
+  const spec_model *m;
+  const spec_plan *p;
+  pp_err *err;
+  int rc;
+} lower;
+
+static void emit(lower *L, int gpu, sim__op op) {
+  if (!L->rc) L->rc = sim__op_push(&L->w->prog[gpu], &op, L->err);
+}
+
+static void emit_sleep(lower *L, int gpu, double t) {
+  if (t > 0) emit(L, gpu, (sim__op){.kind = SIM__OP_SLEEP, .t = t});
+}
+
+static void emit_begin(lower *L, int gpu, sim_ev_kind k, int mb, int chunk) {
+  emit(L, gpu, (sim__op){.kind = SIM__OP_BEGIN, .ev = k, .mb = mb, .chunk = chunk});
+}
+
+static void emit_end(lower *L, int gpu) { emit(L, gpu, (sim__op){.kind = SIM__OP_END}); }
+
+/* The member index of a GPU in a group (-1 when not a member). */
+static int member_of(const sim__group *g, int gpu) {
+  for (int i = 0; i < g->n; i++)
+    if (g->gpus[i] == gpu) return i;
+  return -1;
+}
+
+/* The group with exactly these members (in this order), created when new. */
+static int find_group(lower *L, const int *gpus, int n) {
+  sim__world *w = L->w;
+  for (int i = w->ngroups - 1; i >= 0; i--) {
+    const sim__group *g = &w->groups[i];
+    if (g->n == n && memcmp(g->gpus, gpus, (size_t)n * sizeof *gpus) == 0) return i;
+  }
+  int id = sim__group_add(w, gpus, n, L->err);
+  if (id < 0) L->rc = L->err->code;
+  return id;
+}
+
+/* Communication the cost model says is exposed for `seconds`, made of ring collectives moving
+ * `vol` bytes per rank (ramp applied): replayed as ring flows of `vol` bytes plus a delay for
+ * the rest, so that alone it takes exactly `seconds` and slows down under contention. */
+static void emit_exposed(lower *L, int gpu, int group, sim_ev_kind k, double seconds, double vol,
+                         double bw) {
+  if (seconds <= 0) return;
+  double flow = vol, delay = 0;
+  if (bw <= 0 || vol <= 0) {
+    flow = 0, delay = seconds;
+  } else if (vol / bw > seconds) {
+    flow = seconds * bw; /* partly hidden (overlap): only what shows is replayed */
+  } else {
+    delay = seconds - vol / bw;
+  }
+  emit_begin(L, gpu, k, -1, 0);
+  emit(L, gpu, (sim__op){.kind = SIM__OP_BATCH, .group = group, .bytes = flow, .t = delay,
+                         .member = member_of(&L->w->groups[group], gpu)});
+  emit_end(L, gpu);
+}
+
+/* A collective with the algorithm the cost model (as NCCL) picks for the group; a
+ * hierarchical all-reduce becomes a reduce-scatter inside each NVLink domain, an all-reduce
+ * across domains among the members at the same position, and an all-gather inside. */
+static void emit_coll(lower *L, int gpu, int group, cm_coll c, double bytes) {
+  sim__world *w = L->w;
+  const sim__group *g = &w->groups[group];
+  cm_algo a = CM_ALGO_RING;
+  cm_coll_best(w->cm, c, bytes, &g->pl, &a);
+  if (a != CM_ALGO_HIER) {
+    emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = group, .coll = c, .algo = a,
+                           .bytes = bytes, .member = member_of(g, gpu)});
+    return;
+  }
+  int dom = w->topo.dom, n = g->n, me = gpu / dom, pos = 0, nin = 0, nout = 0;
+  int *in = malloc((size_t)n * sizeof *in), *out = malloc((size_t)n * sizeof *out);
+  if (!in || !out) {
+    free(in), free(out);
+    L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    if (g->gpus[i] / dom == me) {
+      if (g->gpus[i] == gpu) pos = nin;
+      in[nin++] = g->gpus[i];
+    }
+  /* the members at the same position in every domain */
+  for (int d0 = 0; d0 < n; d0++) {
+    int dd = g->gpus[d0] / dom, k = 0, first = 1;
+    for (int j = 0; j < d0; j++) first &= g->gpus[j] / dom != dd;
+    if (!first) continue;
+    for (int i = 0; i < n; i++)
+      if (g->gpus[i] / dom == dd && k++ == pos) out[nout++] = g->gpus[i];
+  }
+  int gi = find_group(L, in, nin), go = find_group(L, out, nout);
+  if (gi >= 0 && go >= 0) {
+    const sim__group *gin = &w->groups[gi], *gout = &w->groups[go];
+    cm_algo ai = CM_ALGO_RING;
+    cm_coll_best(w->cm, CM_ALL_REDUCE, bytes / nin, &gout->pl, &ai);
+    if (ai == CM_ALGO_HIER) ai = CM_ALGO_RING;
+    int mi = member_of(gin, gpu), mo = member_of(gout, gpu);
+    emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = gi, .coll = CM_REDUCE_SCATTER,
+                           .algo = CM_ALGO_RING, .bytes = bytes, .member = mi});
+    emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = go, .coll = CM_ALL_REDUCE, .algo = ai,
+                           .bytes = bytes / nin, .member = mo});
+    emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = gi, .coll = CM_ALL_GATHER,
+                           .algo = CM_ALGO_RING, .bytes = bytes, .member = mi});
+  }
+  free(in), free(out);
+}
+
+/* Volume per rank (ramp applied) and bandwidth of `calls` collectives of `bytes` on a group. */
+static void ring_volume(const sim__world *w, const sim__group *g, cm_coll c, double bytes,
+                        int calls, double *vol, double *bw) {
+  cm_coll_parts parts;
+  if (calls <= 0 || g->n <= 1 || cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, &g->pl, &parts))
+    return;
+  *vol += calls * parts.vol_bytes / parts.ramp;
+  *bw = parts.bw_Bps;
+}
+
+/* The groups of one pipeline stage (uniform plans: Megatron's rank order tp, cp, dp, pp). */
+typedef struct stage_groups {
+  int *tp, *cp, *dp, *ep, *edp; /* group id of each GPU of the stage, by local index */
+} stage_groups;
+
+/* One stage's schedule: the (forward?, microbatch, chunk) items in Megatron's order. */
+typedef struct item {
+  int fwd, mb, chunk;
+} item;
+
+static int schedule(const spec_plan *p, int P, int r, int m, int v, item *out) {
+  int total = m * v, n = 0;
+  if (p->schedule == SPEC_SCHED_GPIPE) {
+    for (int i = 0; i < m; i++) out[n++] = (item){1, i, 0};
+    for (int i = 0; i < m; i++) out[n++] = (item){0, i, 0};
+    return n;
+  }
+  int warm = v == 1 ? P - r - 1 : (P - r - 1) * 2 + (v - 1) * P;
+  if (warm > total) warm = total;
+#define FW(k) (item){1, (k) / (P * v) * P + (k) % P, v == 1 ? 0 : (k) / P % v}
+#define BW(k) (item){0, (k) / (P * v) * P + (k) % P, v == 1 ? 0 : v - 1 - (k) / P % v}
+  for (int k = 0; k < warm; k++) out[n++] = FW(k);
+  for (int k = 0; k < total - warm; k++) out[n++] = FW(warm + k), out[n++] = BW(k);
+  for (int k = total - warm; k < total; k++) out[n++] = BW(k);
+#undef FW
+#undef BW
+  return n;
+}
+
+static int lower_uniform(lower *L) {
+  sim__world *w = L->w;
+  const spec_plan *p = L->p;
+  const spec_model *m = L->m;
+  int tp = p->tp, cp = p->cp, dp = p->dp, P = p->pp, v = p->vpp, ep = p->ep;
+  int per_stage = tp * cp * dp, mb = spec_plan_microbatches(p), nvs = P * v;
+  cm_layer_profile pr;
+  if (cm_layer_profile_get(w->cm, tp, cp, ep, dp, p->mbs, p->sp, p->recompute, &pr))
+    return pp_err_set(L->err, PP_PLAN, "sim: plan has no layer profile");
+  int *counts = calloc((size_t)nvs, sizeof *counts);
+  item *items = malloc((size_t)2 * mb * v * sizeof *items);
+  int *tmp = malloc((size_t)(per_stage + 2) * sizeof *tmp);
+  int *gid = malloc((size_t)5 * w->ngpu * sizeof *gid); /* tp, cp, dp, ep, edp group per GPU */
+  if (!counts || !items || !tmp || !gid) {
+    free(counts), free(items), free(tmp), free(gid);
+    return pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
+  }
+  spec_plan_stage_layers(p, m, counts);
+  int *g_tp = gid, *g_cp = gid + w->ngpu, *g_dp = gid + 2 * w->ngpu, *g_ep = gid + 3 * w->ngpu,
+      *g_edp = gid + 4 * w->ngpu;
+  /* groups */
+  for (int g = 0; g < w->ngpu && !L->rc; g++) {
+    int t = g % tp, c = g / tp % cp, d = g / (tp * cp) % dp, base = g - t - tp * (c + cp * d);
+    if (t == 0) { /* TP group */
+      for (int k = 0; k < tp; k++) tmp[k] = g + k;
+      int id = sim__group_add(w, tmp, tp, L->err);
+      for (int k = 0; k < tp; k++) g_tp[g + k] = id;
+    }
+    if (c == 0) {
+      for (int k = 0; k < cp; k++) tmp[k] = g + k * tp;
+      int id = sim__group_add(w, tmp, cp, L->err);
+      for (int k = 0; k < cp; k++) g_cp[g + k * tp] = id;
+    }
+    if (c == 0 && d == 0) { /* DP group over dp * cp ranks, stride tp */
+      for (int k = 0; k < dp * cp; k++) tmp[k] = base + t + k * tp;
+      int id = sim__group_add(w, tmp, dp * cp, L->err);
+      for (int k = 0; k < dp * cp; k++) g_dp[base + t + k * tp] = id;
+    }
+    int dc = c + cp * d; /* index in the DP dimension */
+    if (dc % ep == 0) { /* EP group: ep consecutive ranks of the DP dimension */
+      for (int k = 0; k < ep; k++) tmp[k] = g + k * tp;
+      int id = sim__group_add(w, tmp, ep, L->err);
+      for (int k = 0; k < ep; k++) g_ep[g + k * tp] = id;
+    }
+    if (dc < ep) { /* expert-data-parallel group: same EP index across EP groups */
+      int n = dp * cp / ep;
+      for (int k = 0; k < n; k++) tmp[k] = g + k * ep * tp;
+      int id = sim__group_add(w, tmp, n, L->err);
+      for (int k = 0; k < n; k++) g_edp[g + k * ep * tp] = id;
+    }
+    if (L->rc || w->ngroups < 1) break;
+  }
+  if (L->rc) goto done;
+
+  const cm_params *prm = cm_model_params(w->cm);
+  for (int g = 0; g < w->ngpu && !L->rc; g++) {
+    int r = g / per_stage, n = schedule(p, P, r, mb, v, items);
+    const sim__group *gt = &w->groups[g_tp[g]], *gc = &w->groups[g_cp[g]],
+                     *ge = &w->groups[g_ep[g]];
+    /* per-layer exposed communication as ring flows on each group */
+    double tvf = 0, tvb = 0, tvr = 0, tbw = 0, cvf = 0, cvb = 0, cbw = 0, evf = 0, evb = 0,
+           evr = 0, ebw = 0;
+    cm_coll c1 = pr.tp_sp ? CM_ALL_GATHER : CM_ALL_REDUCE;
+    ring_volume(w, gt, c1, pr.tp_bytes, pr.tp_calls_fwd, &tvf, &tbw);
+    ring_volume(w, gt, c1, pr.tp_bytes, pr.tp_calls_bwd, &tvb, &tbw);
+    ring_volume(w, gt, c1, pr.tp_bytes, pr.tp_calls_recomp, &tvr, &tbw);
+    if (pr.tp_sp) {
+      ring_volume(w, gt, CM_REDUCE_SCATTER, pr.tp_bytes, pr.tp_calls_fwd, &tvf, &tbw);
+      ring_volume(w, gt, CM_REDUCE_SCATTER, pr.tp_bytes, pr.tp_calls_bwd, &tvb, &tbw);
+      ring_volume(w, gt, CM_REDUCE_SCATTER, pr.tp_bytes, pr.tp_calls_recomp, &tvr, &tbw);
+    }
+    ring_volume(w, gc, CM_SEND_RECV, pr.cp_step_bytes, pr.cp_steps, &cvf, &cbw);
+    ring_volume(w, gc, CM_SEND_RECV, 2 * pr.cp_step_bytes, pr.cp_steps, &cvb, &cbw);
+    /* an all-to-all moves (n-1)/n of its buffer per rank, as an all-gather does: its volume is
+     * replayed as ring flows on the EP group */
+    ring_volume(w, ge, CM_ALL_GATHER, pr.ep_bytes, pr.ep_calls_fwd, &evf, &ebw);
+    ring_volume(w, ge, CM_ALL_GATHER, pr.ep_bytes, pr.ep_calls_bwd, &evb, &ebw);
+    ring_volume(w, ge, CM_ALL_GATHER, pr.ep_bytes, pr.ep_calls_recomp, &evr, &ebw);
+    /* pipeline neighbours of this GPU: same (tp, cp, dp) index one stage away */
+    int up = r > 0 ? g - per_stage : g + (P - 1) * per_stage;   /* previous stage (wraps) */
+    int dn = r < P - 1 ? g + per_stage : g - (P - 1) * per_stage; /* next stage (wraps) */
+    /* pipeline transfers: the cost model's send/recv on the pair (ramp in the bytes, latency
+     * as a delay after the receive) */
+    double p2p = 0, p2p_lat = 0;
+    if (P > 1) {
+      cm_place pl;
+      int pair[2] = {g, dn};
+      cm_place_list(w->cm, pair, 2, &pl);
+      pl.sharing = w->topo.gpn < per_stage ? w->topo.gpn : per_stage;
+      cm_coll_parts parts;
+      if (!cm_coll_split(w->cm, CM_SEND_RECV, CM_ALGO_RING, pr.p2p_bytes, &pl, &parts)) {
+        p2p = parts.vol_bytes / parts.ramp;
+        p2p_lat = parts.lat_s;
+      }
+    }
+    int last_b = -1;
+    for (int i = 0; i < n; i++)
+      if (!items[i].fwd) last_b = i;
+    int dp_async = prm->overlap_grad_reduce && dp * cp > 1;
+    for (int i = 0; i < n && !L->rc; i++) {
+      item it = items[i];
+      int vs = it.chunk * P + r; /* virtual stage */
+      double layers = counts[vs];
+      int first = vs == 0, last = vs == nvs - 1;
+      if (it.fwd) {
+        if (!first)
+          emit(L, g, (sim__op){.kind = SIM__OP_RECV, .peer = up, .bytes = p2p, .t = p2p_lat});
+        emit_begin(L, g, SIM_EV_FORWARD, it.mb, it.chunk);
+        emit_sleep(L, g, layers * pr.fwd_s + (first ? pr.embed_fwd_s : 0) +
+                             (last ? pr.head_fwd_s : 0));
+        emit_end(L, g);
+        emit_exposed(L, g, g_tp[g], SIM_EV_TP, layers * pr.tp_fwd_s, layers * tvf, tbw);
+        emit_exposed(L, g, g_cp[g], SIM_EV_CP, layers * pr.cp_fwd_s, layers * cvf, cbw);
+        emit_exposed(L, g, g_ep[g], SIM_EV_EP, layers * pr.ep_fwd_s, layers * evf, ebw);
+        if (!last) emit(L, g, (sim__op){.kind = SIM__OP_SEND, .peer = dn, .bytes = p2p, .ev = 0});
+      } else {
+        if (i == last_b && dp_async) /* DP reduction overlaps the last backward */
+          emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .a = -1});
+        if (!last)
+          emit(L, g, (sim__op){.kind = SIM__OP_RECV, .peer = dn, .bytes = p2p, .t = p2p_lat, .ev = 1});
+        emit_begin(L, g, SIM_EV_BACKWARD, it.mb, it.chunk);
+        emit_sleep(L, g, layers * (pr.bwd_s + pr.recomp_s) + (first ? pr.embed_bwd_s : 0) +
+                             (last ? pr.head_bwd_s : 0));
+        emit_end(L, g);
+        emit_exposed(L, g, g_tp[g], SIM_EV_TP, layers * (pr.tp_bwd_s + pr.tp_recomp_s),
+                     layers * (tvb + tvr), tbw);
+        emit_exposed(L, g, g_cp[g], SIM_EV_CP, layers * pr.cp_bwd_s, layers * cvb, cbw);
+        emit_exposed(L, g, g_ep[g], SIM_EV_EP, layers * (pr.ep_bwd_s + pr.ep_recomp_s),
+                     layers * (evb + evr), ebw);
+        if (!first) emit(L, g, (sim__op){.kind = SIM__OP_SEND, .peer = up, .bytes = p2p, .ev = 1});
+      }
+    }
+    /* the data-parallel tail */
+    double params = 0, expert = 0;
+    for (int j = r; j < nvs; j += P) {
+      params += counts[j] * pr.layer_params;
+      expert += counts[j] * pr.layer_expert_params;
+      if (j == 0) params += pr.embed_params;
+      if (j == nvs - 1 && !(j == 0 && m->tied_embeddings)) params += pr.head_params;
+    }
+    double dense = params - expert, gb = prm->grad_comm_bytes, ab = 2;
+    int zero = p->zero >= 3 ? 1 : p->zero;
+    sim__prog *pg = &w->prog[g];
+    int async_at = -1;
+    if (dp_async)
+      for (int k = 0; k < pg->n; k++)
+        if (pg->ops[k].kind == SIM__OP_ASYNC) async_at = k;
+    int tail_start = pg->n;
+    emit_begin(L, g, SIM_EV_DP, -1, 0);
+    cm_coll red = zero ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
+    if (dp * cp > 1) emit_coll(L, g, g_dp[g], red, dense * gb);
+    if (expert > 0 && dp * cp / ep > 1) emit_coll(L, g, g_edp[g], red, expert * gb);
+    emit_end(L, g);
+    int tail_end = pg->n;
+    if (async_at >= 0) {
+      pg->ops[async_at].a = tail_start, pg->ops[async_at].b = tail_end;
+      emit(L, g, (sim__op){.kind = SIM__OP_JOIN});
+    }
+    double D = (double)dp * cp, E = D / ep;
+    double shard = zero ? dense / D + expert / E : params;
+    emit_begin(L, g, SIM_EV_OPTIMIZER, -1, 0);
+    emit_sleep(L, g, cm_optimizer_time(w->cm, shard));
+    emit_end(L, g);
+    if (zero && dp * cp > 1 && !prm->overlap_param_gather) {
+      emit_begin(L, g, SIM_EV_DP, -1, 0);
+      emit_coll(L, g, g_dp[g], CM_ALL_GATHER, dense * ab);
+      emit_end(L, g);
+    }
+  }
+done:
+  free(counts), free(items), free(tmp), free(gid);
+  return L->rc;
+}
+
+int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *err) {
+  lower L = {w, m, p, err, 0};
+  if (p->nstages) return pp_err_set(err, PP_INPUT, "sim: non-uniform plans are not simulated yet");
+  return lower_uniform(&L);
+}
