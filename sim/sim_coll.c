@@ -200,7 +200,7 @@ void sim__relays_start(sim__world *w) {
     sim__group *g = &w->groups[gi];
     if (!g->relay_node) continue;
     /* the NVLS collectives of this group, from its first member's program */
-    const sim__prog *pg = &w->prog[g->gpus[0]];
+    const sim__prog *pg = &w->prog[g->actor0];
     int ninst = 0;
     for (int i = 0; i < pg->n; i++)
       ninst += pg->ops[i].kind == SIM__OP_COLL && pg->ops[i].group == gi &&

@@ -64,6 +64,7 @@ static void exec_ops(gpu_actor *ga) {
   sim__world *w = ga->w;
   int gpu = ga->gpu;
   sim__prog *pg = &w->prog[gpu];
+  int host = w->host_of ? w->host_of[gpu] : gpu;
   int ev = -1, ev_mb = -1, ev_chunk = 0;
   double ev_t0 = 0;
   char name[64];
@@ -79,12 +80,12 @@ static void exec_ops(gpu_actor *ga) {
     case SIM__OP_COLL: sim__coll_exec(w, o->group, o->member, o->coll, o->algo, o->bytes); break;
     case SIM__OP_BATCH: sim__batch_exec(w, o->group, o->member, o->bytes, o->t); break;
     case SIM__OP_SEND:
-      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, gpu, o->peer);
-      sim__put_detached(w, gpu, o->peer, sg_mailbox_by_name(name), o->bytes);
+      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, host, o->peer);
+      sim__put_detached(w, host, o->peer, sg_mailbox_by_name(name), o->bytes);
       break;
     case SIM__OP_RECV: {
       double t0 = simgrid_get_clock();
-      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, o->peer, gpu);
+      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, o->peer, host);
       sg_comm_t c = sg_mailbox_get_async(sg_mailbox_by_name(name), &data);
       sg_comm_wait(c);
       if (o->t > 0) sg_actor_sleep_for(o->t); /* the transfer's latency */
@@ -138,7 +139,7 @@ void sim__run_world(sim__world *w) {
   for (int g = 0; g < w->ngpu; g++) {
     gpu_actor *ga = malloc(sizeof *ga);
     *ga = (gpu_actor){w, g, 0, w->prog[g].n, 0, 0, 0, NULL, 0};
-    sim__host_name(&w->topo, g, name, sizeof name);
+    sim__host_name(&w->topo, w->host_of ? w->host_of[g] : g, name, sizeof name);
     sg_actor_t a = sg_actor_init(name, sg_host_by_name(name));
     sg_actor_set_data(a, ga);
     sg_actor_start_(a, gpu_main, 0, NULL);
@@ -392,30 +393,40 @@ int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *job
     return rc;
   }
   w.topo.c = &cc;
+  /* every member of every job is its own actor: jobs sharing a GPU run at the same time */
+  int actors = 0;
+  for (int j = 0; j < njobs; j++) actors += jobs[j].n;
+  free(w.prog);
+  w.ngpu = actors;
+  w.prog = calloc((size_t)actors, sizeof *w.prog);
+  w.host_of = malloc((size_t)actors * sizeof *w.host_of);
+  if (!w.prog || !w.host_of) rc = pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  int at = 0;
   for (int j = 0; j < njobs && !rc; j++) {
-    int gi = sim__group_add(&w, jobs[j].gpus, jobs[j].n, err);
+    for (int k = 0; k < jobs[j].n && !rc; k++)
+      if (jobs[j].gpus[k] < 0 || jobs[j].gpus[k] >= c->gpus)
+        rc = pp_err_set(err, PP_INPUT, "sim: job %d: gpu %d outside the %d GPUs", j,
+                        jobs[j].gpus[k], c->gpus);
+    int gi = rc ? -1 : sim__group_add(&w, jobs[j].gpus, jobs[j].n, err);
     if (gi < 0) {
-      rc = err->code;
+      rc = rc ? rc : err->code;
       break;
     }
-    for (int k = 0; k < jobs[j].n && !rc; k++) {
-      int g = jobs[j].gpus[k];
-      if (g < 0 || g >= c->gpus) {
-        rc = pp_err_set(err, PP_INPUT, "sim: job %d: gpu %d outside the %d GPUs", j, g, c->gpus);
-        break;
-      }
-      rc = sim__op_push(&w.prog[g], &(sim__op){.kind = SIM__OP_COLL, .group = gi,
-                                               .coll = jobs[j].coll, .algo = jobs[j].algo,
-                                               .bytes = jobs[j].bytes, .member = k}, err);
+    w.groups[gi].actor0 = at;
+    for (int k = 0; k < jobs[j].n && !rc; k++, at++) {
+      w.host_of[at] = jobs[j].gpus[k];
+      rc = sim__op_push(&w.prog[at], &(sim__op){.kind = SIM__OP_COLL, .group = gi,
+                                                .coll = jobs[j].coll, .algo = jobs[j].algo,
+                                                .bytes = jobs[j].bytes, .member = k}, err);
     }
   }
   sim_result r;
   if (!rc) rc = sim__in_child(&w, NULL, &r, err);
   if (!rc) {
-    for (int j = 0; j < njobs; j++) {
+    for (int j = 0, a = 0; j < njobs; j++) {
       double t = 0;
-      for (int k = 0; k < jobs[j].n; k++)
-        if (w.gpu_end[jobs[j].gpus[k]] > t) t = w.gpu_end[jobs[j].gpus[k]];
+      for (int k = 0; k < jobs[j].n; k++, a++)
+        if (w.gpu_end[a] > t) t = w.gpu_end[a];
       jobs[j].time_s = t;
     }
     sim_result_clear(&r);

@@ -70,6 +70,7 @@ typedef struct sim__group {
                         links (dimension and direction) a torus group sends on */
   int *succ;         /* [ch * n + member]: the member it sends to in channel ch */
   int relay_node, relay_dom; /* NVLS: 1 when relays at those levels serve this group */
+  int actor0;        /* the program that runs member 0's collectives (its GPU by default) */
 } sim__group;
 
 typedef enum {
@@ -107,8 +108,9 @@ typedef struct sim__prog {
 typedef struct sim__world {
   sim__topo topo;
   cm_model *cm;
-  int ngpu;           /* GPUs with a program */
+  int ngpu;           /* programs (one per GPU in an iteration) */
   sim__prog *prog;    /* ngpu programs */
+  int *host_of;       /* host (GPU) each program runs on; NULL: program i on GPU i */
   sim__group *groups;
   int ngroups, capgroups;
   sim_fidelity fidelity;

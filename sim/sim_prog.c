@@ -77,6 +77,7 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
   memcpy(g->gpus, gpus, (size_t)n * sizeof *gpus);
   cm_place_list(w->cm, gpus, n, &g->pl);
   const sim__topo *t = &w->topo;
+  g->actor0 = gpus[0];
   if (t->torus) return torus_channels(w, g, err) ? -1 : w->ngroups++;
   /* a ring that leaves its nodes spreads over as many channels as a node has NICs (and
    * members), each leaving the node through another NIC, as NCCL's rings do */
@@ -110,6 +111,7 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
     for (int p = 0; p < n; p++) g->succ[ch * n + order[p]] = order[(p + 1) % n];
   }
   free(byrank), free(order);
+  g->actor0 = gpus[0];
   g->relay_node = w->topo.nvs_node && g->pl.domains == 1;
   g->relay_dom = g->relay_node && w->topo.nvs_dom && g->pl.nodes > 1;
   return w->ngroups++;
@@ -135,6 +137,7 @@ void sim__world_free(sim__world *w) {
   free(w->groups);
   for (int i = 0; w->prog && i < w->ngpu; i++) free(w->prog[i].ops);
   free(w->prog);
+  free(w->host_of);
   free(w->events);
   free(w->gpu_end);
   free(w->gpu_kind);
@@ -181,8 +184,8 @@ int sim__collect_pairs(const sim__world *w, sim__pairs *pp, pp_err *err) {
                          : o->algo == CM_ALGO_HIER   ? USE_A2A /* sub-rings: any pair */
                                                      : USE_RING;
         break;
-      case SIM__OP_SEND: rc |= sim__pairs_add(pp, g, o->peer); break;
-      case SIM__OP_RECV: rc |= sim__pairs_add(pp, o->peer, g); break;
+      case SIM__OP_SEND: rc |= sim__pairs_add(pp, w->host_of ? w->host_of[g] : g, o->peer); break;
+      case SIM__OP_RECV: rc |= sim__pairs_add(pp, o->peer, w->host_of ? w->host_of[g] : g); break;
       default: break;
       }
     }

@@ -1,0 +1,238 @@
+/* The simulator on real SimGrid runs: the fast form of every collective agrees with the
+ * step-by-step form within 2% on every fabric, alone and with groups in flight together; where
+ * no two groups share a link a simulated iteration matches the cost model within 3%; where
+ * they share, the simulated times are the max-min answers computed by hand; bad input fails
+ * cleanly. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "podplan/sim.h"
+#include "testutil.h"
+
+static spec_cluster cluster(const char *name, int gpus) {
+  spec_cluster c;
+  pp_err err = {0};
+  if (spec_cluster_load(name, gpus, &c, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    abort();
+  }
+  return c;
+}
+
+/* pure alpha-beta (no ramp, no fixed latency), for hand-computed answers */
+static cm_params pure(void) {
+  cm_params p;
+  pp_err err = {0};
+  cm_params_default(NULL, &p);
+  int rc = cm_params_apply(&p, "ring.half_bytes=1,ring.gamma=5,ring.base_us=0", &err);
+  assert(rc == PP_OK);
+  return p;
+}
+
+static void run(const spec_cluster *c, const cm_params *p, sim_coll_job *j, int n,
+                sim_fidelity f) {
+  pp_err err = {0};
+  int rc = sim_collectives(c, p, j, n, f, &err);
+  if (rc) fprintf(stderr, "%s: %s\n", c->name, err.msg);
+  CHECK_EQ(rc, PP_OK);
+}
+
+static void fast_vs_step(void) {
+  const char *fabrics[] = {"dgx-a100", "dgx-h100", "dgx-b200", "h100-nvl256", "gb200-nvl72",
+                           "tpu-v4-torus"};
+  for (size_t f = 0; f < sizeof fabrics / sizeof fabrics[0]; f++) {
+    int gpus = strcmp(fabrics[f], "gb200-nvl72") == 0 ? 144 : 64;
+    spec_cluster c = cluster(fabrics[f], gpus);
+    int in8[8], dp[8][8], all[64];
+    for (int i = 0; i < 8; i++) in8[i] = i;
+    for (int t = 0; t < 8; t++)
+      for (int d = 0; d < 8; d++) dp[t][d] = t + 8 * d;
+    for (int i = 0; i < 64; i++) all[i] = i;
+    double S = 256.0 * 1024 * 1024;
+    /* alone: all-reduce, all-gather, reduce-scatter, all-to-all on one node's worth of GPUs,
+     * an all-reduce over 64; together: 8 DP rings, and 8 DP rings beside a TP ring */
+    sim_coll_job sets[][9] = {
+        {{CM_ALL_REDUCE, CM_ALGO_RING, S, 8, in8}},
+        {{CM_ALL_GATHER, CM_ALGO_RING, S, 8, in8}},
+        {{CM_REDUCE_SCATTER, CM_ALGO_RING, S, 8, in8}},
+        {{CM_ALL_TO_ALL, CM_ALGO_RING, S, 8, in8}},
+        {{CM_ALL_REDUCE, CM_ALGO_RING, S, 64, all}},
+        {{CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[0]}, {CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[1]},
+         {CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[2]}, {CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[3]},
+         {CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[4]}, {CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[5]},
+         {CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[6]}, {CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[7]}},
+    };
+    int njobs[] = {1, 1, 1, 1, 1, 8};
+    for (size_t s = 0; s < sizeof njobs / sizeof njobs[0]; s++) {
+      sim_coll_job a[9], b[9];
+      memcpy(a, sets[s], sizeof a);
+      memcpy(b, sets[s], sizeof b);
+      run(&c, NULL, a, njobs[s], SIM_FAST);
+      run(&c, NULL, b, njobs[s], SIM_STEP);
+      for (int k = 0; k < njobs[s]; k++) {
+        if (fabs(a[k].time_s / b[k].time_s - 1) > 0.02)
+          fprintf(stderr, "%s set %zu job %d: fast %.6f step %.6f\n", fabrics[f], s, k,
+                  a[k].time_s, b[k].time_s);
+        CHECK(a[k].time_s > 0);
+        CHECK_NEAR(a[k].time_s, b[k].time_s, 0.02);
+      }
+    }
+    /* NVLS where the switches reduce, alone and as 8 groups at once (gb200: 9 nodes) */
+    if (c.nvlink.in_network_reduce) {
+      sim_coll_job a = {CM_ALL_REDUCE, CM_ALGO_NVLS, S, 8, in8}, b = a;
+      run(&c, NULL, &a, 1, SIM_FAST);
+      run(&c, NULL, &b, 1, SIM_STEP);
+      CHECK_NEAR(a.time_s, b.time_s, 0.02);
+    }
+  }
+}
+
+/* Hand-computed max-min answers where groups share links. */
+static void contention(void) {
+  cm_params p = pure();
+  double S = 1 << 30;
+  /* 1. Eight DP groups (GPU l of node 0 with GPU l of node 1) on a plain fat tree with one
+   *    400 Gb/s NIC per node: every group's flow leaves node 0 through the same NIC, so each
+   *    gets 1/8 of it. Ring all-reduce of 2 ranks moves S per rank: t = 8 S / B_nic + 2 a. */
+  const char *one_nic =
+      "{\"name\":\"one-nic\",\"gpu\":\"h100-sxm\",\"gpus\":16,\"gpus_per_node\":8,"
+      "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6},"
+      "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":false,\"nic_gbps\":400,"
+      "\"nics_per_node\":1,\"latency_us\":2.7}}";
+  spec_cluster c;
+  pp_err err = {0};
+  CHECK_EQ(spec_cluster_load(one_nic, 0, &c, &err), PP_OK);
+  int pairs[8][2];
+  sim_coll_job jobs[8];
+  for (int l = 0; l < 8; l++) {
+    pairs[l][0] = l, pairs[l][1] = l + 8;
+    jobs[l] = (sim_coll_job){CM_ALL_REDUCE, CM_ALGO_RING, S, 2, pairs[l]};
+  }
+  run(&c, &p, jobs, 8, SIM_FAST);
+  double Bnic = 400e9 / 8 * 0.96, a = 2.7e-6;
+  for (int l = 0; l < 8; l++) CHECK_NEAR(jobs[l].time_s, 8 * S / Bnic + 2 * a, 1e-4);
+  /* one group alone gets the whole NIC */
+  run(&c, &p, jobs, 1, SIM_FAST);
+  CHECK_NEAR(jobs[0].time_s, S / Bnic + 2 * a, 1e-4);
+
+  /* 2. TP and DP on the same NVLink Switch taper: 16 GPUs of h100-nvl256 (two nodes of one
+   *    domain), two TP rings of 8 and eight DP pairs (l, l+8), all-reduces of S at once. Each
+   *    GPU port (B = 450 * 0.82 GB/s per direction) carries a TP and a DP flow; each node's
+   *    uplink (8 * 450 / 2 * 0.82 = 4 B) carries 8 DP flows: all flows get B / 2. The DP pairs
+   *    move S and end at 2 S / B; the TP rings move 1.75 S: 2 S / B at B/2 gets them to S,
+   *    the last 0.75 S at B: 2.75 S / B. Alone: TP 1.75 S / B; DP 2 S / B (the taper). */
+  spec_cluster nvl = cluster("h100-nvl256", 16);
+  int tp[2][8];
+  sim_coll_job mix[10];
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < 8; i++) tp[k][i] = 8 * k + i;
+    mix[k] = (sim_coll_job){CM_ALL_REDUCE, CM_ALGO_RING, S, 8, tp[k]};
+  }
+  for (int l = 0; l < 8; l++) mix[2 + l] = (sim_coll_job){CM_ALL_REDUCE, CM_ALGO_RING, S, 2, pairs[l]};
+  run(&nvl, &p, mix, 10, SIM_FAST);
+  double B = 450e9 * 0.82, anv = 0.7e-6;
+  for (int k = 0; k < 2; k++) CHECK_NEAR(mix[k].time_s, 2.75 * S / B + 14 * anv, 1e-4);
+  for (int l = 0; l < 8; l++) CHECK_NEAR(mix[2 + l].time_s, 2 * S / B + 2 * anv, 1e-4);
+  run(&nvl, &p, mix, 2, SIM_FAST);
+  CHECK_NEAR(mix[0].time_s, 1.75 * S / B + 14 * anv, 1e-4);
+  run(&nvl, &p, mix + 2, 8, SIM_FAST);
+  CHECK_NEAR(mix[2].time_s, 2 * S / B + 2 * anv, 1e-4);
+}
+
+/* Where no two groups share a link, an iteration simulates to the cost model's time. */
+static void agreement(void) {
+  struct {
+    const char *model, *cluster;
+    int gpus;
+    const char *plan;
+  } cases[] = {
+      {"gpt3-1.3b", "dgx-h100", 16, "tp=2,pp=2,mbs=2,gbs=64"},
+      {"gpt3-1.3b", "dgx-h100", 16, "tp=8,pp=2,mbs=1,gbs=64"},
+      {"gpt3-6.7b", "dgx-a100", 64, "tp=8,pp=4,mbs=1,gbs=128,sp=1,recompute=selective"},
+      {"gpt3-6.7b", "dgx-a100", 64, "tp=4,pp=4,vpp=2,mbs=1,gbs=128,zero=1"},
+      {"llama3-8b", "h100-nvl256", 64, "tp=8,mbs=1,gbs=64,zero=1,sp=1"},
+      {"gpt3-13b", "dgx-h100", 64, "tp=8,pp=8,mbs=1,gbs=256,schedule=gpipe"},
+      {"mixtral-8x7b", "dgx-h100", 64, "tp=2,pp=4,ep=8,mbs=1,gbs=128,sp=1"},
+      {"gpt3-13b", "tpu-v4-torus", 64, "tp=4,pp=4,mbs=1,gbs=64"},
+      {"llama3-8b", "dgx-h100", 32, "tp=4,cp=2,mbs=1,gbs=32,sp=1"},
+      {"llama3-8b", "gb200-nvl72", 72, "tp=4,pp=2,mbs=1,gbs=72,zero=1"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    spec_model m;
+    spec_cluster c;
+    spec_plan p;
+    pp_err err = {0};
+    cm_model *cm = NULL;
+    cm_result pr;
+    sim_result sr;
+    int rc = spec_model_load(cases[i].model, &m, &err) ||
+             spec_cluster_load(cases[i].cluster, cases[i].gpus, &c, &err) ||
+             spec_plan_parse(cases[i].plan, &p, &err) || spec_plan_resolve(&p, &m, &c, &err) ||
+             cm_model_create(&m, &c, NULL, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
+             sim_run(&m, &c, NULL, &p, NULL, &sr, &err);
+    if (rc) fprintf(stderr, "%s: %s\n", cases[i].plan, err.msg);
+    CHECK_EQ(rc, 0);
+    if (!rc) {
+      if (fabs(sr.iter_time_s / pr.iter_time_s - 1) > 0.03)
+        fprintf(stderr, "%s %s %s: sim %.4f cm %.4f\n", cases[i].model, cases[i].cluster,
+                cases[i].plan, sr.iter_time_s, pr.iter_time_s);
+      CHECK_NEAR(sr.iter_time_s, pr.iter_time_s, 0.03);
+      CHECK_EQ(sr.ranks, c.gpus);
+      CHECK(sr.messages > 0);
+      sim_result_clear(&sr);
+    }
+    cm_model_destroy(cm);
+    spec_plan_clear(&p);
+  }
+}
+
+static void bad_input(const char *bin) {
+  char *dir = tu_tmpdir("sim");
+  char *trace = tu_path(dir, "no/such/dir/t.json"), *plat = tu_path(dir, "no/such/p.xml");
+  char *ok_trace = tu_path(dir, "t.json");
+  tu_run r;
+  char *a[] = {(char *)bin, "simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-h100",
+               "--gpus", "16", "--plan", "tp=8,pp=2,gbs=32", "--trace", trace, NULL};
+  tu_exec(a, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "cannot write the trace");
+  CHECK_EQ(tu_lines(r.err), 1);
+  tu_run_free(&r);
+  char *b[] = {(char *)bin, "simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-h100",
+               "--gpus", "16", "--plan", "tp=8,pp=2,gbs=32", "--platform-out", plat, NULL};
+  tu_exec(b, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "cannot write the platform");
+  tu_run_free(&r);
+  char *c[] = {(char *)bin, "simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-h100",
+               "--gpus", "16", "--plan", "tp=8,pp=2,gbs=32", "--fidelity", "exact", NULL};
+  tu_exec(c, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "--fidelity: 'exact' is not fast or step");
+  tu_run_free(&r);
+  /* a good run writes a trace Perfetto can load: JSON with a track per GPU */
+  char *d[] = {(char *)bin, "simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-h100",
+               "--gpus", "16", "--plan", "tp=8,pp=2,gbs=32", "--trace", ok_trace, "--json", NULL};
+  tu_exec(d, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "\"sim_wall_s\"");
+  CHECK_CONTAINS(r.out, "\"link_utilisation\"");
+  tu_run_free(&r);
+  char *text = tu_read(ok_trace, NULL);
+  CHECK_CONTAINS(text, "\"traceEvents\"");
+  CHECK_CONTAINS(text, "\"GPU 15\"");
+  CHECK_CONTAINS(text, "\"name\":\"forward\"");
+  free(text);
+  free(trace), free(plat), free(ok_trace);
+  tu_rmtree(dir);
+  free(dir);
+}
+
+int main(int argc, char **argv) {
+  fast_vs_step();
+  contention();
+  agreement();
+  if (argc > 1) bad_input(argv[1]);
+  return check_status();
+}
