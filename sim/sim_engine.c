@@ -14,6 +14,7 @@
 #include <simgrid/mailbox.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -299,7 +300,9 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
   }
   close(fds[0]);
   int st = 0;
-  waitpid(pid, &st, 0);
+  struct rusage ru;
+  memset(&ru, 0, sizeof ru);
+  wait4(pid, &st, 0, &ru);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (!got || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     if (got && h.status)
@@ -316,6 +319,7 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
   memset(res, 0, sizeof *res);
   res->sim_wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
   res->messages = h.messages;
+  res->peak_rss_mib = ru.ru_maxrss / 1024.0;
   res->ranks = w->ngpu;
   memcpy(res->util_mean, h.util_mean, sizeof h.util_mean);
   memcpy(res->util_max, h.util_max, sizeof h.util_max);

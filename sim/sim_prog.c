@@ -347,6 +347,154 @@ static int schedule(const spec_plan *p, int P, int r, int m, int v, item *out) {
   return n;
 }
 
+/* The pipeline peers a GPU receives from and sends to, one message each per microbatch. */
+typedef struct peers {
+  int n;
+  const int *gpu;
+  double bytes; /* per message, ramp applied */
+  double lat;   /* latency of a transfer */
+} peers;
+
+/* Everything one GPU's program is made from. */
+typedef struct gpu_plan {
+  int g, r, P, v, mb;
+  const int *counts; /* layers of each virtual stage (chunk * P + r) */
+  int nvs;
+  const cm_layer_profile *pr;
+  int gtp, gcp, gdp, gep, gedp; /* its groups */
+  int dp, cp, ep, zero;
+  peers prev, next; /* the stage before (activations in, gradients out) and after */
+} gpu_plan;
+
+/* The cost model's send/recv between a GPU and a peer (ramp in the bytes, latency apart), with
+ * `sharing` senders of the stage in a node. */
+static void p2p_parts(sim__world *w, int g, int peer, int sharing, double bytes, double *flow,
+                      double *lat) {
+  *flow = *lat = 0;
+  if (g == peer || bytes <= 0) return;
+  cm_place pl;
+  int pair[2] = {g, peer};
+  cm_place_list(w->cm, pair, 2, &pl);
+  for (int l = CM_LVL_NVLINK_UP; l <= CM_LVL_SPINE; l++)
+    pl.bw_gbps[l] = pl.bw_gbps[l] * pl.sharing / (sharing < 1 ? 1 : sharing);
+  cm_coll_parts parts;
+  if (!cm_coll_split(w->cm, CM_SEND_RECV, CM_ALGO_RING, bytes, &pl, &parts)) {
+    *flow = parts.vol_bytes / parts.ramp;
+    *lat = parts.lat_s;
+  }
+}
+
+static void emit_recvs(lower *L, int g, const peers *from, int dir) {
+  for (int k = 0; k < from->n; k++)
+    emit(L, g, (sim__op){.kind = SIM__OP_RECV, .peer = from->gpu[k], .bytes = from->bytes,
+                         .t = from->lat, .ev = dir});
+}
+
+static void emit_sends(lower *L, int g, const peers *to, int dir) {
+  for (int k = 0; k < to->n; k++)
+    emit(L, g, (sim__op){.kind = SIM__OP_SEND, .peer = to->gpu[k], .bytes = to->bytes, .ev = dir});
+}
+
+/* One GPU's program: its schedule's items, then the data-parallel tail. */
+static void emit_gpu(lower *L, const gpu_plan *gp, item *items) {
+  sim__world *w = L->w;
+  const cm_layer_profile *pr = gp->pr;
+  const cm_params *prm = cm_model_params(w->cm);
+  int g = gp->g, r = gp->r, P = gp->P, nvs = gp->nvs;
+  int n = schedule(L->p, P, r, gp->mb, gp->v, items);
+  const sim__group *gt = &w->groups[gp->gtp], *gc = &w->groups[gp->gcp],
+                   *ge = &w->groups[gp->gep];
+  /* per-layer exposed communication as ring flows on each group */
+  double tvf = 0, tvb = 0, tvr = 0, tbw = 0, cvf = 0, cvb = 0, cbw = 0, evf = 0, evb = 0,
+         evr = 0, ebw = 0;
+  cm_coll c1 = pr->tp_sp ? CM_ALL_GATHER : CM_ALL_REDUCE;
+  ring_volume(w, gt, c1, pr->tp_bytes, pr->tp_calls_fwd, &tvf, &tbw);
+  ring_volume(w, gt, c1, pr->tp_bytes, pr->tp_calls_bwd, &tvb, &tbw);
+  ring_volume(w, gt, c1, pr->tp_bytes, pr->tp_calls_recomp, &tvr, &tbw);
+  if (pr->tp_sp) {
+    ring_volume(w, gt, CM_REDUCE_SCATTER, pr->tp_bytes, pr->tp_calls_fwd, &tvf, &tbw);
+    ring_volume(w, gt, CM_REDUCE_SCATTER, pr->tp_bytes, pr->tp_calls_bwd, &tvb, &tbw);
+    ring_volume(w, gt, CM_REDUCE_SCATTER, pr->tp_bytes, pr->tp_calls_recomp, &tvr, &tbw);
+  }
+  ring_volume(w, gc, CM_SEND_RECV, pr->cp_step_bytes, pr->cp_steps, &cvf, &cbw);
+  ring_volume(w, gc, CM_SEND_RECV, 2 * pr->cp_step_bytes, pr->cp_steps, &cvb, &cbw);
+  /* an all-to-all moves (n-1)/n of its buffer per rank, as an all-gather does: its volume is
+   * replayed as ring flows on the EP group */
+  ring_volume(w, ge, CM_ALL_GATHER, pr->ep_bytes, pr->ep_calls_fwd, &evf, &ebw);
+  ring_volume(w, ge, CM_ALL_GATHER, pr->ep_bytes, pr->ep_calls_bwd, &evb, &ebw);
+  ring_volume(w, ge, CM_ALL_GATHER, pr->ep_bytes, pr->ep_calls_recomp, &evr, &ebw);
+  int last_b = -1;
+  for (int i = 0; i < n; i++)
+    if (!items[i].fwd) last_b = i;
+  int dp_async = prm->overlap_grad_reduce && gp->dp * gp->cp > 1;
+  for (int i = 0; i < n && !L->rc; i++) {
+    item it = items[i];
+    int vs = it.chunk * P + r; /* virtual stage */
+    double layers = gp->counts[vs];
+    int first = vs == 0, last = vs == nvs - 1;
+    if (it.fwd) {
+      if (!first) emit_recvs(L, g, &gp->prev, 0);
+      emit_begin(L, g, SIM_EV_FORWARD, it.mb, it.chunk);
+      emit_sleep(L, g, layers * pr->fwd_s + (first ? pr->embed_fwd_s : 0) +
+                           (last ? pr->head_fwd_s : 0));
+      emit_end(L, g);
+      emit_exposed(L, g, gp->gtp, SIM_EV_TP, layers * pr->tp_fwd_s, layers * tvf, tbw);
+      emit_exposed(L, g, gp->gcp, SIM_EV_CP, layers * pr->cp_fwd_s, layers * cvf, cbw);
+      emit_exposed(L, g, gp->gep, SIM_EV_EP, layers * pr->ep_fwd_s, layers * evf, ebw);
+      if (!last) emit_sends(L, g, &gp->next, 0);
+    } else {
+      if (i == last_b && dp_async) /* DP reduction overlaps the last backward */
+        emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .a = -1});
+      if (!last) emit_recvs(L, g, &gp->next, 1);
+      emit_begin(L, g, SIM_EV_BACKWARD, it.mb, it.chunk);
+      emit_sleep(L, g, layers * (pr->bwd_s + pr->recomp_s) + (first ? pr->embed_bwd_s : 0) +
+                           (last ? pr->head_bwd_s : 0));
+      emit_end(L, g);
+      emit_exposed(L, g, gp->gtp, SIM_EV_TP, layers * (pr->tp_bwd_s + pr->tp_recomp_s),
+                   layers * (tvb + tvr), tbw);
+      emit_exposed(L, g, gp->gcp, SIM_EV_CP, layers * pr->cp_bwd_s, layers * cvb, cbw);
+      emit_exposed(L, g, gp->gep, SIM_EV_EP, layers * (pr->ep_bwd_s + pr->ep_recomp_s),
+                   layers * (evb + evr), ebw);
+      if (!first) emit_sends(L, g, &gp->prev, 1);
+    }
+  }
+  /* the data-parallel tail */
+  double params = 0, expert = 0;
+  for (int j = r; j < nvs; j += P) {
+    params += gp->counts[j] * pr->layer_params;
+    expert += gp->counts[j] * pr->layer_expert_params;
+    if (j == 0) params += pr->embed_params;
+    if (j == nvs - 1 && !(j == 0 && L->m->tied_embeddings)) params += pr->head_params;
+  }
+  double dense = params - expert, gb = prm->grad_comm_bytes, ab = 2;
+  int zero = gp->zero >= 3 ? 1 : gp->zero, D = gp->dp * gp->cp;
+  sim__prog *pg = &w->prog[g];
+  int async_at = -1;
+  if (dp_async)
+    for (int k = 0; k < pg->n; k++)
+      if (pg->ops[k].kind == SIM__OP_ASYNC) async_at = k;
+  int tail_start = pg->n;
+  emit_begin(L, g, SIM_EV_DP, -1, 0);
+  cm_coll red = zero ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
+  if (D > 1) emit_coll(L, g, gp->gdp, red, dense * gb);
+  if (expert > 0 && D / gp->ep > 1) emit_coll(L, g, gp->gedp, red, expert * gb);
+  emit_end(L, g);
+  int tail_end = pg->n;
+  if (async_at >= 0) {
+    pg->ops[async_at].a = tail_start, pg->ops[async_at].b = tail_end;
+    emit(L, g, (sim__op){.kind = SIM__OP_JOIN});
+  }
+  double shard = zero ? dense / D + expert / ((double)D / gp->ep) : params;
+  emit_begin(L, g, SIM_EV_OPTIMIZER, -1, 0);
+  emit_sleep(L, g, cm_optimizer_time(w->cm, shard));
+  emit_end(L, g);
+  if (zero && D > 1 && !prm->overlap_param_gather) {
+    emit_begin(L, g, SIM_EV_DP, -1, 0);
+    emit_coll(L, g, gp->gdp, CM_ALL_GATHER, dense * ab);
+    emit_end(L, g);
+  }
+}
+
 static int lower_uniform(lower *L) {
   sim__world *w = L->w;
   const spec_plan *p = L->p;
@@ -401,128 +549,102 @@ static int lower_uniform(lower *L) {
   }
   if (L->rc) goto done;
 
-  const cm_params *prm = cm_model_params(w->cm);
   for (int g = 0; g < w->ngpu && !L->rc; g++) {
-    int r = g / per_stage, n = schedule(p, P, r, mb, v, items);
-    const sim__group *gt = &w->groups[g_tp[g]], *gc = &w->groups[g_cp[g]],
-                     *ge = &w->groups[g_ep[g]];
-    /* per-layer exposed communication as ring flows on each group */
-    double tvf = 0, tvb = 0, tvr = 0, tbw = 0, cvf = 0, cvb = 0, cbw = 0, evf = 0, evb = 0,
-           evr = 0, ebw = 0;
-    cm_coll c1 = pr.tp_sp ? CM_ALL_GATHER : CM_ALL_REDUCE;
-    ring_volume(w, gt, c1, pr.tp_bytes, pr.tp_calls_fwd, &tvf, &tbw);
-    ring_volume(w, gt, c1, pr.tp_bytes, pr.tp_calls_bwd, &tvb, &tbw);
-    ring_volume(w, gt, c1, pr.tp_bytes, pr.tp_calls_recomp, &tvr, &tbw);
-    if (pr.tp_sp) {
-      ring_volume(w, gt, CM_REDUCE_SCATTER, pr.tp_bytes, pr.tp_calls_fwd, &tvf, &tbw);
-      ring_volume(w, gt, CM_REDUCE_SCATTER, pr.tp_bytes, pr.tp_calls_bwd, &tvb, &tbw);
-      ring_volume(w, gt, CM_REDUCE_SCATTER, pr.tp_bytes, pr.tp_calls_recomp, &tvr, &tbw);
-    }
-    ring_volume(w, gc, CM_SEND_RECV, pr.cp_step_bytes, pr.cp_steps, &cvf, &cbw);
-    ring_volume(w, gc, CM_SEND_RECV, 2 * pr.cp_step_bytes, pr.cp_steps, &cvb, &cbw);
-    /* an all-to-all moves (n-1)/n of its buffer per rank, as an all-gather does: its volume is
-     * replayed as ring flows on the EP group */
-    ring_volume(w, ge, CM_ALL_GATHER, pr.ep_bytes, pr.ep_calls_fwd, &evf, &ebw);
-    ring_volume(w, ge, CM_ALL_GATHER, pr.ep_bytes, pr.ep_calls_bwd, &evb, &ebw);
-    ring_volume(w, ge, CM_ALL_GATHER, pr.ep_bytes, pr.ep_calls_recomp, &evr, &ebw);
-    /* pipeline neighbours of this GPU: same (tp, cp, dp) index one stage away */
-    int up = r > 0 ? g - per_stage : g + (P - 1) * per_stage;   /* previous stage (wraps) */
-    int dn = r < P - 1 ? g + per_stage : g - (P - 1) * per_stage; /* next stage (wraps) */
-    /* pipeline transfers: the cost model's send/recv on the pair (ramp in the bytes, latency
-     * as a delay after the receive) */
+    int r = g / per_stage;
+    /* pipeline neighbours: same (tp, cp, dp) index one stage away (wrapping for interleaving) */
+    int up = r > 0 ? g - per_stage : g + (P - 1) * per_stage;
+    int dn = r < P - 1 ? g + per_stage : g - (P - 1) * per_stage;
     double p2p = 0, p2p_lat = 0;
-    if (P > 1) {
-      cm_place pl;
-      int pair[2] = {g, dn};
-      cm_place_list(w->cm, pair, 2, &pl);
-      pl.sharing = w->topo.gpn < per_stage ? w->topo.gpn : per_stage;
-      cm_coll_parts parts;
-      if (!cm_coll_split(w->cm, CM_SEND_RECV, CM_ALGO_RING, pr.p2p_bytes, &pl, &parts)) {
-        p2p = parts.vol_bytes / parts.ramp;
-        p2p_lat = parts.lat_s;
-      }
-    }
-    int last_b = -1;
-    for (int i = 0; i < n; i++)
-      if (!items[i].fwd) last_b = i;
-    int dp_async = prm->overlap_grad_reduce && dp * cp > 1;
-    for (int i = 0; i < n && !L->rc; i++) {
-      item it = items[i];
-      int vs = it.chunk * P + r; /* virtual stage */
-      double layers = counts[vs];
-      int first = vs == 0, last = vs == nvs - 1;
-      if (it.fwd) {
-        if (!first)
-          emit(L, g, (sim__op){.kind = SIM__OP_RECV, .peer = up, .bytes = p2p, .t = p2p_lat});
-        emit_begin(L, g, SIM_EV_FORWARD, it.mb, it.chunk);
-        emit_sleep(L, g, layers * pr.fwd_s + (first ? pr.embed_fwd_s : 0) +
-                             (last ? pr.head_fwd_s : 0));
-        emit_end(L, g);
-        emit_exposed(L, g, g_tp[g], SIM_EV_TP, layers * pr.tp_fwd_s, layers * tvf, tbw);
-        emit_exposed(L, g, g_cp[g], SIM_EV_CP, layers * pr.cp_fwd_s, layers * cvf, cbw);
-        emit_exposed(L, g, g_ep[g], SIM_EV_EP, layers * pr.ep_fwd_s, layers * evf, ebw);
-        if (!last) emit(L, g, (sim__op){.kind = SIM__OP_SEND, .peer = dn, .bytes = p2p, .ev = 0});
-      } else {
-        if (i == last_b && dp_async) /* DP reduction overlaps the last backward */
-          emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .a = -1});
-        if (!last)
-          emit(L, g, (sim__op){.kind = SIM__OP_RECV, .peer = dn, .bytes = p2p, .t = p2p_lat, .ev = 1});
-        emit_begin(L, g, SIM_EV_BACKWARD, it.mb, it.chunk);
-        emit_sleep(L, g, layers * (pr.bwd_s + pr.recomp_s) + (first ? pr.embed_bwd_s : 0) +
-                             (last ? pr.head_bwd_s : 0));
-        emit_end(L, g);
-        emit_exposed(L, g, g_tp[g], SIM_EV_TP, layers * (pr.tp_bwd_s + pr.tp_recomp_s),
-                     layers * (tvb + tvr), tbw);
-        emit_exposed(L, g, g_cp[g], SIM_EV_CP, layers * pr.cp_bwd_s, layers * cvb, cbw);
-        emit_exposed(L, g, g_ep[g], SIM_EV_EP, layers * (pr.ep_bwd_s + pr.ep_recomp_s),
-                     layers * (evb + evr), ebw);
-        if (!first) emit(L, g, (sim__op){.kind = SIM__OP_SEND, .peer = up, .bytes = p2p, .ev = 1});
-      }
-    }
-    /* the data-parallel tail */
-    double params = 0, expert = 0;
-    for (int j = r; j < nvs; j += P) {
-      params += counts[j] * pr.layer_params;
-      expert += counts[j] * pr.layer_expert_params;
-      if (j == 0) params += pr.embed_params;
-      if (j == nvs - 1 && !(j == 0 && m->tied_embeddings)) params += pr.head_params;
-    }
-    double dense = params - expert, gb = prm->grad_comm_bytes, ab = 2;
-    int zero = p->zero >= 3 ? 1 : p->zero;
-    sim__prog *pg = &w->prog[g];
-    int async_at = -1;
-    if (dp_async)
-      for (int k = 0; k < pg->n; k++)
-        if (pg->ops[k].kind == SIM__OP_ASYNC) async_at = k;
-    int tail_start = pg->n;
-    emit_begin(L, g, SIM_EV_DP, -1, 0);
-    cm_coll red = zero ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
-    if (dp * cp > 1) emit_coll(L, g, g_dp[g], red, dense * gb);
-    if (expert > 0 && dp * cp / ep > 1) emit_coll(L, g, g_edp[g], red, expert * gb);
-    emit_end(L, g);
-    int tail_end = pg->n;
-    if (async_at >= 0) {
-      pg->ops[async_at].a = tail_start, pg->ops[async_at].b = tail_end;
-      emit(L, g, (sim__op){.kind = SIM__OP_JOIN});
-    }
-    double D = (double)dp * cp, E = D / ep;
-    double shard = zero ? dense / D + expert / E : params;
-    emit_begin(L, g, SIM_EV_OPTIMIZER, -1, 0);
-    emit_sleep(L, g, cm_optimizer_time(w->cm, shard));
-    emit_end(L, g);
-    if (zero && dp * cp > 1 && !prm->overlap_param_gather) {
-      emit_begin(L, g, SIM_EV_DP, -1, 0);
-      emit_coll(L, g, g_dp[g], CM_ALL_GATHER, dense * ab);
-      emit_end(L, g);
-    }
+    p2p_parts(w, g, dn, w->topo.gpn < per_stage ? w->topo.gpn : per_stage, pr.p2p_bytes, &p2p,
+              &p2p_lat);
+    gpu_plan gp = {g, r, P, v, mb, counts, nvs, &pr, g_tp[g], g_cp[g], g_dp[g], g_ep[g],
+                   g_edp[g], dp, cp, ep, p->zero, {1, &up, p2p, p2p_lat}, {1, &dn, p2p, p2p_lat}};
+    emit_gpu(L, &gp, items);
   }
 done:
   free(counts), free(items), free(tmp), free(gid);
   return L->rc;
 }
 
+/* A non-uniform plan: each stage has its GPUs (tp fastest, then cp, then dp) and degrees; a
+ * microbatch of gbs/microbatches sequences is split over each stage's dp. Stage i hands its
+ * activations to stage i+1 as N = max(n_i, n_i+1) transfers of 1/N each, transfer j from rank
+ * j mod n_i to rank j mod n_i+1 (resharding between different layouts). */
+static int lower_nonuniform(lower *L) {
+  sim__world *w = L->w;
+  const spec_plan *p = L->p;
+  const spec_model *m = L->m;
+  int P = p->nstages, mb = p->microbatches, samples = p->gbs / p->microbatches;
+  int *counts = calloc((size_t)P, sizeof *counts), *tmp = malloc((size_t)w->ngpu * sizeof *tmp);
+  item *items = malloc((size_t)2 * mb * sizeof *items);
+  cm_layer_profile *prs = calloc((size_t)P, sizeof *prs);
+  int *grp = malloc((size_t)5 * w->ngpu * sizeof *grp); /* tp, cp, dp, ep, edp per GPU */
+  int *plist = malloc((size_t)2 * w->ngpu * sizeof *plist), *nlist = plist + w->ngpu;
+  if (!counts || !tmp || !items || !prs || !grp || !plist) {
+    L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
+    goto done;
+  }
+  for (int i = 0; i < P && !L->rc; i++) {
+    const spec_stage *st = &p->stages[i];
+    counts[i] = st->layer_end - st->layer_begin;
+    if (cm_layer_profile_get(w->cm, st->tp, st->cp, st->ep, st->dp, samples / st->dp,
+                             p->sp && st->tp > 1, st->recompute, &prs[i])) {
+      L->rc = pp_err_set(L->err, PP_PLAN, "sim: stage %d has no layer profile", i);
+      break;
+    }
+    int tp = st->tp, cp = st->cp, dp = st->dp, ep = st->ep;
+    for (int k = 0; k < st->ngpus && !L->rc; k++) {
+      int t = k % tp, c = k / tp % cp, d = k / (tp * cp), dc = c + cp * d;
+      const int *G = st->gpus;
+#define GROUP(slot, cond, count, expr)                                                      \
+  if (cond) {                                                                               \
+    for (int q = 0; q < (count); q++) tmp[q] = G[expr];                                     \
+    int id = sim__group_add(w, tmp, (count), L->err);                                       \
+    if (id < 0) {                                                                           \
+      L->rc = L->err->code;                                                                 \
+      break;                                                                                \
+    }                                                                                       \
+    for (int q = 0; q < (count); q++) grp[(slot) * w->ngpu + tmp[q]] = id;                  \
+  }
+      GROUP(0, t == 0, tp, k + q);
+      GROUP(1, c == 0, cp, k + q * tp);
+      GROUP(2, c == 0 && d == 0, dp * cp, t + q * tp);
+      GROUP(3, dc % ep == 0, ep, k + q * tp);
+      GROUP(4, dc < ep, dp * cp / ep, k + q * ep * tp);
+#undef GROUP
+    }
+  }
+  for (int i = 0; i < P && !L->rc; i++) {
+    const spec_stage *st = &p->stages[i];
+    const spec_stage *prv = i > 0 ? &p->stages[i - 1] : NULL, *nxt = i + 1 < P ? &p->stages[i + 1] : NULL;
+    double act = (double)samples * m->seq_len * m->hidden * 2;
+    for (int k = 0; k < st->ngpus && !L->rc; k++) {
+      int g = st->gpus[k], np = 0, nn = 0;
+      double bp = 0, lp = 0, bn = 0, ln = 0;
+      if (prv) {
+        int N = prv->ngpus > st->ngpus ? prv->ngpus : st->ngpus;
+        for (int j = 0; j < N; j++)
+          if (j % st->ngpus == k) plist[np++] = prv->gpus[j % prv->ngpus];
+        p2p_parts(w, g, plist[0], st->ngpus < w->topo.gpn ? st->ngpus : w->topo.gpn, act / N, &bp, &lp);
+      }
+      if (nxt) {
+        int N = nxt->ngpus > st->ngpus ? nxt->ngpus : st->ngpus;
+        for (int j = 0; j < N; j++)
+          if (j % st->ngpus == k) nlist[nn++] = nxt->gpus[j % nxt->ngpus];
+        p2p_parts(w, g, nlist[0], st->ngpus < w->topo.gpn ? st->ngpus : w->topo.gpn, act / N, &bn, &ln);
+      }
+      gpu_plan gp = {g, i, P, 1, mb, counts, P, &prs[i], grp[g], grp[w->ngpu + g],
+                     grp[2 * w->ngpu + g], grp[3 * w->ngpu + g], grp[4 * w->ngpu + g], st->dp,
+                     st->cp, st->ep, p->zero, {np, plist, bp, lp}, {nn, nlist, bn, ln}};
+      emit_gpu(L, &gp, items);
+    }
+  }
+done:
+  free(counts), free(tmp), free(items), free(prs), free(grp), free(plist);
+  return L->rc;
+}
+
 int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *err) {
   lower L = {w, m, p, err, 0};
-  if (p->nstages) return pp_err_set(err, PP_INPUT, "sim: non-uniform plans are not simulated yet");
-  return lower_uniform(&L);
+  return p->nstages ? lower_nonuniform(&L) : lower_uniform(&L);
 }

@@ -8,8 +8,8 @@
 static const char *const commands[] = {"presets", "check",  "predict",   "simulate",
                                        "search",  "study",  "run",       "bench",
                                        "import",  "calibrate", "export", "report"};
-static const char *const not_yet[] = {"simulate", "search", "run",    "bench",
-                                      "import",   "calibrate", "export", "report"};
+static const char *const not_yet[] = {"search", "run",       "bench", "import",
+                                      "calibrate", "export", "report"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 int main(int argc, char **argv) {
@@ -61,6 +61,11 @@ int main(int argc, char **argv) {
       {{"predict", "--model", "gpt3-175b", "--cluster", "dgx-h100", "--plan", "tp=8,gbs=64",
         "--param", "gemm_eff=2", NULL},
        "param: gemm_eff: must be 0.01..1, got 2"},
+      {{"simulate", "--model", "gpt3-175b", NULL},
+       "--model, --cluster and --plan are required"},
+      {{"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--plan", "tp=8,gbs=8",
+        "--fidelity", "exact", NULL},
+       "--fidelity: 'exact'"},
       {{"study", NULL}, "name a study: pillar, validate or capacity"},
       {{"study", "everything", NULL}, "unknown study 'everything'"},
       {{"check", "--modle", "x", NULL}, "unknown option '--modle'"},

@@ -51,7 +51,8 @@ typedef struct sim_event {
 typedef struct sim_result {
   double iter_time_s;          /* simulated time of one training iteration */
   cm_breakdown t;              /* the slowest GPU's time by kind (adds up to iter_time_s) */
-  double sim_wall_s;           /* wall-clock seconds the simulation took */
+  double sim_wall_s;           /* wall-clock seconds the simulation took (platform included) */
+  double peak_rss_mib;         /* peak resident memory of the simulating process */
   long messages;               /* simulated network messages */
   int ranks;                   /* GPUs simulated */
   double util_mean[CM_NLEVELS]; /* mean utilisation of each level's links over the iteration */
