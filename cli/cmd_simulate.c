@@ -68,6 +68,9 @@ static int save(const char *db, const spec_model *m, const spec_cluster *c, cons
                          r->t.ep_comm_s, "pp_bubble_s", r->t.pp_bubble_s, "pp_p2p_s",
                          r->t.pp_p2p_s, "dp_comm_s", r->t.dp_comm_s, "optimizer_s",
                          r->t.optimizer_s);
+  /* how the simulation ran, so a stored score says what produced it */
+  json_object_set_new(bd, "sim_wall_s", json_real(r->sim_wall_s));
+  json_object_set_new(bd, "messages", json_integer((json_int_t)r->messages));
   char *bds = json_dumps(bd, JSON_COMPACT);
   json_decref(bd);
   store_score sc = {.source = STORE_SRC_SIM, .iter_time_s = r->iter_time_s,

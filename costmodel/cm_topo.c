@@ -74,7 +74,11 @@ static void fill_levels(const cm_model *cm, cm_place *pl, int node_span) {
   }
   if (pl->domains > 1 || (dom <= 1 && n > 1)) {
     pl->levels |= 1u << CM_LVL_NET;
-    pl->bw_gbps[CM_LVL_NET] = c->network.nics_per_node * f.nic_Bps / pl->sharing / 1e9;
+    /* the node's NICs, shared by the groups on the node; without NVLink every member on the
+     * node sends through them too (each its own NIC's share), with NVLink the ring leaves
+     * the node once per channel and NCCL spreads the channels over all the NICs */
+    double users = pl->sharing * (dom <= 1 ? pl->per_node : 1);
+    pl->bw_gbps[CM_LVL_NET] = c->network.nics_per_node * f.nic_Bps / users / 1e9;
     pl->lat_us[CM_LVL_NET] = f.net_lat_s * 1e6;
     if (ceil_div(node_span, cm->leaf_nodes) > 1) {
       pl->levels |= 1u << CM_LVL_SPINE;

@@ -195,13 +195,15 @@ static void child(sim__world *w, const char *platform, int fd) {
   memset(&h, 0, sizeof h);
   int argc = 1;
   char arg0[] = "podplan-sim", *argv[] = {arg0, NULL};
-  xbt_log_control_set("root.thresh:critical");
+  xbt_log_control_set("root.thresh:error"); /* stderr is a file the parent reads on failure */
   simgrid_init(&argc, argv);
   sg_cfg_set_string("network/model", "CM02");
   sg_cfg_set_boolean("network/crosstraffic", "no");
   sg_cfg_set_double("network/TCP-gamma", 0);
   sg_cfg_set_int("contexts/stack-size", 256);
-  simgrid_load_platform(platform);
+  simgrid_load_platform(platform); /* throws (and aborts) on a platform SimGrid rejects */
+  char loaded = 'L';
+  if (write_all(fd, &loaded, 1)) _exit(3);
   w->link_bytes = calloc((size_t)2 * w->topo.nlinks + 1, sizeof *w->link_bytes);
   w->gpu_end = calloc((size_t)w->ngpu, sizeof *w->gpu_end);
   w->gpu_kind = calloc((size_t)w->ngpu, sizeof *w->gpu_kind);
@@ -237,6 +239,29 @@ static void child(sim__world *w, const char *platform, int fd) {
   _exit(bad ? 3 : 0);
 }
 
+/* What the child's log says went wrong: the text of its first ERROR or CRITICAL message
+ * (SimGrid's "[time] file:line: [category/ERROR] text"), else its last non-empty line; control
+ * characters blanked so the reason stays on one line. */
+static void log_reason(int fd, char *out, size_t cap) {
+  char buf[8192];
+  out[0] = 0;
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return;
+  buf[n] = 0;
+  const char *start = NULL, *marks[] = {"/ERROR] ", "/CRITICAL] "};
+  for (int m = 0; m < 2 && !start; m++)
+    if ((start = strstr(buf, marks[m]))) start += strlen(marks[m]);
+  if (!start) {
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = 0;
+    start = strrchr(buf, '\n');
+    start = start ? start + 1 : buf;
+  }
+  size_t k = 0;
+  for (; *start && *start != '\n' && k + 1 < cap; start++)
+    out[k++] = (unsigned char)*start < 32 ? ' ' : *start;
+  out[k] = 0;
+}
+
 int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_err *err) {
   /* the platform, with the routes of this run */
   char tmp[] = "/tmp/podplan-platform-XXXXXX";
@@ -251,11 +276,23 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
   }
   sim__pairs pairs = {0};
   FILE *f = NULL;
+  char *part = NULL;
+  int logfd = -1;
   if (sim__collect_pairs(w, &pairs, err)) {
     rc = err->code;
     goto done;
   }
-  f = fopen(path, "w");
+  /* --platform-out: written beside the target and renamed when complete */
+  if (platform_out) {
+    size_t n = strlen(platform_out) + 16;
+    part = malloc(n);
+    if (!part) {
+      rc = pp_err_set(err, PP_NOMEM, "sim: out of memory");
+      goto done;
+    }
+    snprintf(part, n, "%s.part", platform_out);
+  }
+  f = fopen(part ? part : path, "w");
   if (!f) {
     rc = pp_err_set(err, PP_INPUT, "%s: cannot write the platform: %s", path, strerror(errno));
     goto done;
@@ -266,6 +303,19 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
     goto done;
   }
   f = NULL;
+  if (part && rename(part, path)) {
+    rc = pp_err_set(err, PP_IO, "%s: cannot write the platform: %s", path, strerror(errno));
+    goto done;
+  }
+  free(part), part = NULL;
+  /* SimGrid's own messages go to a file, so a failure is reported in one line */
+  char logpath[] = "/tmp/podplan-simlog-XXXXXX";
+  logfd = mkstemp(logpath);
+  if (logfd < 0) {
+    rc = pp_err_set(err, PP_IO, "sim: cannot create a temporary log file: %s", strerror(errno));
+    goto done;
+  }
+  unlink(logpath);
   int fds[2];
   if (pipe(fds)) {
     rc = pp_err_set(err, PP_IO, "sim: pipe: %s", strerror(errno));
@@ -283,13 +333,16 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
   }
   if (pid == 0) {
     close(fds[0]);
+    dup2(logfd, STDERR_FILENO);
     child(w, path, fds[1]);
   }
   close(fds[1]);
   wire h;
+  char loaded = 0;
   double *ends = malloc((size_t)w->ngpu * sizeof *ends);
   double(*kinds)[SIM_NEVKINDS] = malloc((size_t)w->ngpu * sizeof *kinds);
-  int got = ends && kinds && read_all(fds[0], &h, sizeof h) == 0;
+  int got = read_all(fds[0], &loaded, 1) == 0 && loaded == 'L';
+  got = got && ends && kinds && read_all(fds[0], &h, sizeof h) == 0;
   if (got && h.status == 0)
     got = read_all(fds[0], ends, (size_t)w->ngpu * sizeof *ends) == 0 &&
           read_all(fds[0], kinds, (size_t)w->ngpu * sizeof *kinds) == 0;
@@ -307,12 +360,19 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
   if (!got || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     if (got && h.status)
       rc = pp_err_set(err, PP_INTERNAL, "%s", h.msg);
-    else if (WIFSIGNALED(st))
-      rc = pp_err_set(err, PP_INTERNAL, "sim: SimGrid died (signal %d) on platform %s",
-                      WTERMSIG(st), path);
-    else
-      rc = pp_err_set(err, PP_INPUT, "sim: SimGrid rejected the run (exit %d; its message is "
-                      "above) on platform %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, path);
+    else {
+      char why[400];
+      log_reason(logfd, why, sizeof why);
+      if (loaded != 'L')
+        rc = pp_err_set(err, PP_INPUT, "%s: SimGrid rejected the platform%s%s", path,
+                        *why ? ": " : "", *why ? why : "(no message)");
+      else if (WIFSIGNALED(st))
+        rc = pp_err_set(err, PP_INTERNAL, "sim: SimGrid died (signal %d) on platform %s%s%s",
+                        WTERMSIG(st), path, *why ? ": " : "", why);
+      else
+        rc = pp_err_set(err, PP_INTERNAL, "sim: SimGrid failed (exit %d) on platform %s%s%s",
+                        WIFEXITED(st) ? WEXITSTATUS(st) : -1, path, *why ? ": " : "", why);
+    }
     free(ends), free(kinds), free(ev);
     goto done;
   }
@@ -349,11 +409,28 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
 done:
   sim__pairs_free(&pairs);
   if (f) fclose(f);
+  if (part) unlink(part);
+  free(part);
+  if (logfd >= 0) close(logfd);
   if (!platform_out) unlink(tmp);
   return rc;
 }
 
 /* ---- entry points --------------------------------------------------------------------------- */
+
+/* 1 when some program sleeps, moves bytes or runs a collective with more than one member. */
+static int has_work(const sim__world *w) {
+  for (int g = 0; g < w->ngpu; g++)
+    for (int i = 0; i < w->prog[g].n; i++) {
+      const sim__op *o = &w->prog[g].ops[i];
+      if ((o->kind == SIM__OP_SLEEP && o->t > 0) ||
+          ((o->kind == SIM__OP_COLL || o->kind == SIM__OP_BATCH) && w->groups[o->group].n > 1 &&
+           (o->bytes > 0 || o->t > 0)) ||
+          (o->kind == SIM__OP_SEND && o->bytes > 0))
+        return 1;
+    }
+  return 0;
+}
 
 static int world_init(sim__world *w, const spec_model *m, const spec_cluster *c,
                       const cm_params *p, sim_fidelity fid, int ngpu, pp_err *err) {
@@ -380,6 +457,9 @@ int sim_run(const spec_model *m, const spec_cluster *c, const cm_params *p, cons
     w.want_events = o->events;
     rc = sim__lower(&w, m, plan, err);
   }
+  if (!rc && !has_work(&w))
+    rc = pp_err_set(err, PP_INPUT, "sim: the plan lowers to no work on model %s (no compute, no transfer)",
+                    m->name);
   if (!rc) rc = sim__in_child(&w, o->platform_out, out, err);
   sim__world_free(&w);
   return rc;
@@ -407,6 +487,9 @@ int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *job
   if (!w.prog || !w.host_of) rc = pp_err_set(err, PP_NOMEM, "sim: out of memory");
   int at = 0;
   for (int j = 0; j < njobs && !rc; j++) {
+    if (jobs[j].n < 1 || !jobs[j].gpus || !(jobs[j].bytes >= 0) || !isfinite(jobs[j].bytes))
+      rc = pp_err_set(err, PP_INPUT, "sim: job %d: needs n >= 1 GPUs and bytes >= 0 (n %d, "
+                      "bytes %g)", j, jobs[j].n, jobs[j].bytes);
     for (int k = 0; k < jobs[j].n && !rc; k++)
       if (jobs[j].gpus[k] < 0 || jobs[j].gpus[k] >= c->gpus)
         rc = pp_err_set(err, PP_INPUT, "sim: job %d: gpu %d outside the %d GPUs", j,
@@ -424,6 +507,9 @@ int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *job
                                                 .bytes = jobs[j].bytes, .member = k}, err);
     }
   }
+  if (!rc && !has_work(&w))
+    rc = pp_err_set(err, PP_INPUT, "sim: the %d collective job(s) move no bytes between GPUs",
+                    njobs);
   sim_result r;
   if (!rc) rc = sim__in_child(&w, NULL, &r, err);
   if (!rc) {
