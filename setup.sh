@@ -60,6 +60,14 @@ run_main() {
   echo
   echo "== bench_costmodel"
   build/benchmarks/bench_costmodel --seconds 2
+  echo
+  echo "== podplan simulate (Llama 3 70B on one 256-GPU NVLink Switch pod; Perfetto trace in results/)"
+  $bin simulate --model llama3-70b --cluster h100-nvl256 --gpus 256 \
+    --plan tp=8,pp=4,mbs=1,gbs=256,sp=1,recompute=selective,zero=1 \
+    --trace results/llama3-70b-nvl256.trace.json --db podplan.db
+  echo
+  echo "== bench_sim (up to 4096 GPUs)"
+  build/benchmarks/bench_sim
 }
 
 run_tests() {

@@ -6,8 +6,12 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
+#include "podplan/cm.h"
 #include "podplan/err.h"
 #include "podplan/spec.h"
+#include "podplan/store.h"
 
 /* A subcommand: argv[0] is its name; returns the exit status. */
 typedef int (*cli_fn)(int argc, char **argv);
@@ -44,6 +48,12 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
  * owned by the caller (spec_plan_clear). */
 int cli_load_specs(const char *cmd, const char *model, const char *cluster, int gpus,
                    const char *plan, spec_model *m, spec_cluster *c, spec_plan *p);
+/* The breakdown keys of design.md section 10 (compute_s ... optimizer_s) as a new object. */
+json_t *cli_breakdown_json(const cm_breakdown *t);
+/* Stores model, cluster, plan (once, by hash) and the score sc in one transaction of the
+ * database at path db; fills sc's ids. */
+int cli_save_score(const char *db, const spec_model *m, const spec_cluster *c,
+                   const spec_plan *p, store_score *sc, pp_err *err);
 /* For subcommands a later issue implements: -h prints usage and exits 0, anything else
  * says "not implemented yet" and exits 2. */
 int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);

@@ -76,3 +76,24 @@ int cli_load_specs(const char *cmd, const char *model, const char *cluster, int 
   }
   return 0;
 }
+
+json_t *cli_breakdown_json(const cm_breakdown *t) {
+  return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute_s", t->compute_s,
+                   "tp_comm_s", t->tp_comm_s, "cp_comm_s", t->cp_comm_s, "ep_comm_s",
+                   t->ep_comm_s, "pp_bubble_s", t->pp_bubble_s, "pp_p2p_s", t->pp_p2p_s,
+                   "dp_comm_s", t->dp_comm_s, "optimizer_s", t->optimizer_s);
+}
+
+int cli_save_score(const char *db, const spec_model *m, const spec_cluster *c,
+                   const spec_plan *p, store_score *sc, pp_err *err) {
+  store *s = NULL;
+  int rc = store_open(db, NULL, &s, err);
+  if (!rc) rc = store_begin(s, err);
+  if (!rc) rc = store_put_model(s, m, &sc->model_id, err);
+  if (!rc) rc = store_put_cluster(s, c, &sc->cluster_id, err);
+  if (!rc) rc = store_put_plan(s, p, &sc->plan_id, err);
+  if (!rc) rc = store_put_score(s, sc, NULL, err);
+  if (!rc) rc = store_commit(s, err);
+  store_close(s); /* rolls back what was not committed */
+  return rc;
+}

@@ -41,13 +41,6 @@ static void param_help(const spec_model *m) {
   }
 }
 
-static json_t *breakdown_json(const cm_breakdown *t) {
-  return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute_s", t->compute_s,
-                   "tp_comm_s", t->tp_comm_s, "cp_comm_s", t->cp_comm_s, "ep_comm_s",
-                   t->ep_comm_s, "pp_bubble_s", t->pp_bubble_s, "pp_p2p_s", t->pp_p2p_s,
-                   "dp_comm_s", t->dp_comm_s, "optimizer_s", t->optimizer_s);
-}
-
 static json_t *memory_json(const cm_memory *m) {
   return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "weights_gib", m->weights_gib,
                    "grads_gib", m->grads_gib, "optimizer_gib", m->optimizer_gib,
@@ -96,22 +89,14 @@ static void print_text(const spec_model *m, const spec_cluster *c, const char *p
 
 static int save_score(const char *db, const spec_model *m, const spec_cluster *c,
                        const spec_plan *p, const cm_result *r, pp_err *err) {
-  store *s = NULL;
   store_score sc = {.source = STORE_SRC_COSTMODEL, .iter_time_s = r->iter_time_s,
                     .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
                     .mem_gib = r->mem_gib_per_gpu, .feasible = r->feasible};
-  json_t *bd = breakdown_json(&r->t);
+  json_t *bd = cli_breakdown_json(&r->t);
   char *bds = json_dumps(bd, JSON_COMPACT);
   json_decref(bd);
   sc.breakdown_json = bds;
-  int rc = store_open(db, NULL, &s, err);
-  if (!rc) rc = store_begin(s, err);
-  if (!rc) rc = store_put_model(s, m, &sc.model_id, err);
-  if (!rc) rc = store_put_cluster(s, c, &sc.cluster_id, err);
-  if (!rc) rc = store_put_plan(s, p, &sc.plan_id, err);
-  if (!rc) rc = store_put_score(s, &sc, NULL, err);
-  if (!rc) rc = store_commit(s, err);
-  store_close(s);
+  int rc = cli_save_score(db, m, c, p, &sc, err);
   free(bds);
   return rc;
 }
@@ -178,7 +163,7 @@ int cmd_predict(int argc, char **argv) {
         "iter_time_s", r.iter_time_s, "tokens_per_s", r.tokens_per_s, "model_tflops_per_gpu",
         r.model_tflops_per_gpu, "mfu", r.mfu, "hfu", r.hfu, "mem_gib_per_gpu",
         r.mem_gib_per_gpu, "feasible", r.feasible, "mem_excess_gib", r.mem_excess_gib,
-        "breakdown", breakdown_json(&r.t), "memory", memory_json(&r.mem),
+        "breakdown", cli_breakdown_json(&r.t), "memory", memory_json(&r.mem),
         "sc21_tflops_per_gpu", r.sc21_tflops_per_gpu, "model_flops", r.model_flops, "hw_flops",
         r.hw_flops, "sc21_flops", r.sc21_flops, "microbatches", r.microbatches,
         "bottleneck_stage", r.bottleneck_stage, "model", m.name, "cluster", cl.name, "gpus",

@@ -62,12 +62,7 @@ static int write_trace(const char *path, const sim_result *r, int gpus, const ch
 static int save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
                 const sim_result *r, double tokens_per_s, double mfu, const cm_result *pr,
                 pp_err *err) {
-  store *s = NULL;
-  json_t *bd = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "compute_s", r->t.compute_s,
-                         "tp_comm_s", r->t.tp_comm_s, "cp_comm_s", r->t.cp_comm_s, "ep_comm_s",
-                         r->t.ep_comm_s, "pp_bubble_s", r->t.pp_bubble_s, "pp_p2p_s",
-                         r->t.pp_p2p_s, "dp_comm_s", r->t.dp_comm_s, "optimizer_s",
-                         r->t.optimizer_s);
+  json_t *bd = cli_breakdown_json(&r->t);
   /* how the simulation ran, so a stored score says what produced it */
   json_object_set_new(bd, "sim_wall_s", json_real(r->sim_wall_s));
   json_object_set_new(bd, "messages", json_integer((json_int_t)r->messages));
@@ -76,14 +71,7 @@ static int save(const char *db, const spec_model *m, const spec_cluster *c, cons
   store_score sc = {.source = STORE_SRC_SIM, .iter_time_s = r->iter_time_s,
                     .tokens_per_s = tokens_per_s, .mfu = mfu, .mem_gib = pr->mem_gib_per_gpu,
                     .feasible = pr->feasible, .breakdown_json = bds};
-  int rc = store_open(db, NULL, &s, err);
-  if (!rc) rc = store_begin(s, err);
-  if (!rc) rc = store_put_model(s, m, &sc.model_id, err);
-  if (!rc) rc = store_put_cluster(s, c, &sc.cluster_id, err);
-  if (!rc) rc = store_put_plan(s, p, &sc.plan_id, err);
-  if (!rc) rc = store_put_score(s, &sc, NULL, err);
-  if (!rc) rc = store_commit(s, err);
-  store_close(s);
+  int rc = cli_save_score(db, m, c, p, &sc, err);
   free(bds);
   return rc;
 }
@@ -172,14 +160,11 @@ int cmd_simulate(int argc, char **argv) {
                             json_pack("{s:f,s:f}", "mean", r.util_mean[l], "max", r.util_max[l]));
     char *pj = spec_plan_json(&p);
     json_t *out = json_pack(
-        "{s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f},s:f,s:f,s:I,s:o,"
-        "s:s,s:s,s:i,s:s,s:o}",
+        "{s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:o,s:f,s:f,s:I,s:o,s:s,s:s,s:i,s:s,s:o}",
         "iter_time_s", T, "tokens_per_s", tps, "model_tflops_per_gpu",
         pr.model_flops / per_gpu / 1e12, "mfu", mfu, "hfu", hfu, "mem_gib_per_gpu",
-        pr.mem_gib_per_gpu, "feasible", pr.feasible, "breakdown", "compute_s", r.t.compute_s,
-        "tp_comm_s", r.t.tp_comm_s, "cp_comm_s", r.t.cp_comm_s, "ep_comm_s", r.t.ep_comm_s,
-        "pp_bubble_s", r.t.pp_bubble_s, "pp_p2p_s", r.t.pp_p2p_s, "dp_comm_s", r.t.dp_comm_s,
-        "optimizer_s", r.t.optimizer_s, "sim_wall_s", r.sim_wall_s, "predicted_iter_time_s",
+        pr.mem_gib_per_gpu, "feasible", pr.feasible, "breakdown", cli_breakdown_json(&r.t),
+        "sim_wall_s", r.sim_wall_s, "predicted_iter_time_s",
         pr.iter_time_s, "messages", (json_int_t)r.messages, "link_utilisation", util, "model",
         m.name, "cluster", cl.name, "gpus", cl.gpus, "fidelity",
         fid == SIM_FAST ? "fast" : "step", "plan", json_loads(pj, 0, NULL));
