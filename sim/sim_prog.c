@@ -7,6 +7,7 @@
  * reduction (in a helper actor from the last backward on when the software overlaps it), the
  * optimizer step and the distributed optimizer's parameter gather. Every GPU of the plan runs
  * its own program, so every group's traffic is on the links at once. */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,35 +319,6 @@ static void ring_volume(const sim__world *w, const sim__group *g, cm_coll c, dou
   *bw = parts.bw_Bps;
 }
 
-/* The groups of one pipeline stage (uniform plans: Megatron's rank order tp, cp, dp, pp). */
-typedef struct stage_groups {
-  int *tp, *cp, *dp, *ep, *edp; /* group id of each GPU of the stage, by local index */
-} stage_groups;
-
-/* One stage's schedule: the (forward?, microbatch, chunk) items in Megatron's order. */
-typedef struct item {
-  int fwd, mb, chunk;
-} item;
-
-static int schedule(const spec_plan *p, int P, int r, int m, int v, item *out) {
-  int total = m * v, n = 0;
-  if (p->schedule == SPEC_SCHED_GPIPE) {
-    for (int i = 0; i < m; i++) out[n++] = (item){1, i, 0};
-    for (int i = 0; i < m; i++) out[n++] = (item){0, i, 0};
-    return n;
-  }
-  int warm = v == 1 ? P - r - 1 : (P - r - 1) * 2 + (v - 1) * P;
-  if (warm > total) warm = total;
-#define FW(k) (item){1, (k) / (P * v) * P + (k) % P, v == 1 ? 0 : (k) / P % v}
-#define BW(k) (item){0, (k) / (P * v) * P + (k) % P, v == 1 ? 0 : v - 1 - (k) / P % v}
-  for (int k = 0; k < warm; k++) out[n++] = FW(k);
-  for (int k = 0; k < total - warm; k++) out[n++] = FW(warm + k), out[n++] = BW(k);
-  for (int k = total - warm; k < total; k++) out[n++] = BW(k);
-#undef FW
-#undef BW
-  return n;
-}
-
 /* The pipeline peers a GPU receives from and sends to, one message each per microbatch. */
 typedef struct peers {
   int n;
@@ -396,12 +368,12 @@ static void emit_sends(lower *L, int g, const peers *to, int dir) {
 }
 
 /* One GPU's program: its schedule's items, then the data-parallel tail. */
-static void emit_gpu(lower *L, const gpu_plan *gp, item *items) {
+static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
   sim__world *w = L->w;
   const cm_layer_profile *pr = gp->pr;
   const cm_params *prm = cm_model_params(w->cm);
   int g = gp->g, r = gp->r, P = gp->P, nvs = gp->nvs;
-  int n = schedule(L->p, P, r, gp->mb, gp->v, items);
+  int n = spec_schedule_steps(L->p->schedule, P, r, gp->mb, gp->v, items);
   const sim__group *gt = &w->groups[gp->gtp], *gc = &w->groups[gp->gcp],
                    *ge = &w->groups[gp->gep];
   /* per-layer exposed communication as ring flows on each group */
@@ -428,7 +400,7 @@ static void emit_gpu(lower *L, const gpu_plan *gp, item *items) {
     if (!items[i].fwd) last_b = i;
   int dp_async = prm->overlap_grad_reduce && gp->dp * gp->cp > 1;
   for (int i = 0; i < n && !L->rc; i++) {
-    item it = items[i];
+    spec_step it = items[i];
     int vs = it.chunk * P + r; /* virtual stage */
     double layers = gp->counts[vs];
     int first = vs == 0, last = vs == nvs - 1;
@@ -495,156 +467,67 @@ static void emit_gpu(lower *L, const gpu_plan *gp, item *items) {
   }
 }
 
-static int lower_uniform(lower *L) {
+/* Every GPU of the plan's layout: its groups (created in the layout's order, so group ids
+ * are layout indices), layer profile, pipeline peers and program. */
+static int lower_layout(lower *L, const spec_layout *lay) {
   sim__world *w = L->w;
   const spec_plan *p = L->p;
   const spec_model *m = L->m;
-  int tp = p->tp, cp = p->cp, dp = p->dp, P = p->pp, v = p->vpp, ep = p->ep;
-  int per_stage = tp * cp * dp, mb = spec_plan_microbatches(p), nvs = P * v;
-  cm_layer_profile pr;
-  if (cm_layer_profile_get(w->cm, tp, cp, ep, dp, p->mbs, p->sp, p->recompute, &pr))
-    return pp_err_set(L->err, PP_PLAN, "sim: plan has no layer profile");
-  int *counts = calloc((size_t)nvs, sizeof *counts);
-  item *items = malloc((size_t)2 * mb * v * sizeof *items);
-  int *tmp = malloc((size_t)(per_stage + 2) * sizeof *tmp);
-  int *gid = malloc((size_t)5 * w->ngpu * sizeof *gid); /* tp, cp, dp, ep, edp group per GPU */
-  if (!counts || !items || !tmp || !gid) {
-    free(counts), free(items), free(tmp), free(gid);
+  int P = lay->nstages, v = lay->vpp, mb = lay->microbatches, uni = p->nstages == 0;
+  int nprof = uni ? 1 : P;
+  cm_layer_profile *prs = calloc((size_t)nprof, sizeof *prs);
+  spec_step *items = malloc((size_t)2 * mb * v * sizeof *items);
+  if (!prs || !items) {
+    free(prs), free(items);
     return pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
   }
-  spec_plan_stage_layers(p, m, counts);
-  int *g_tp = gid, *g_cp = gid + w->ngpu, *g_dp = gid + 2 * w->ngpu, *g_ep = gid + 3 * w->ngpu,
-      *g_edp = gid + 4 * w->ngpu;
-  /* groups */
-  for (int g = 0; g < w->ngpu && !L->rc; g++) {
-    int t = g % tp, c = g / tp % cp, d = g / (tp * cp) % dp, base = g - t - tp * (c + cp * d);
-    if (t == 0) { /* TP group */
-      for (int k = 0; k < tp; k++) tmp[k] = g + k;
-      int id = sim__group_add(w, tmp, tp, L->err);
-      for (int k = 0; k < tp; k++) g_tp[g + k] = id;
-    }
-    if (c == 0) {
-      for (int k = 0; k < cp; k++) tmp[k] = g + k * tp;
-      int id = sim__group_add(w, tmp, cp, L->err);
-      for (int k = 0; k < cp; k++) g_cp[g + k * tp] = id;
-    }
-    if (c == 0 && d == 0) { /* DP group over dp * cp ranks, stride tp */
-      for (int k = 0; k < dp * cp; k++) tmp[k] = base + t + k * tp;
-      int id = sim__group_add(w, tmp, dp * cp, L->err);
-      for (int k = 0; k < dp * cp; k++) g_dp[base + t + k * tp] = id;
-    }
-    int dc = c + cp * d; /* index in the DP dimension */
-    if (dc % ep == 0) { /* EP group: ep consecutive ranks of the DP dimension */
-      for (int k = 0; k < ep; k++) tmp[k] = g + k * tp;
-      int id = sim__group_add(w, tmp, ep, L->err);
-      for (int k = 0; k < ep; k++) g_ep[g + k * tp] = id;
-    }
-    if (dc < ep) { /* expert-data-parallel group: same EP index across EP groups */
-      int n = dp * cp / ep;
-      for (int k = 0; k < n; k++) tmp[k] = g + k * ep * tp;
-      int id = sim__group_add(w, tmp, n, L->err);
-      for (int k = 0; k < n; k++) g_edp[g + k * ep * tp] = id;
-    }
-    if (L->rc || w->ngroups < 1) break;
+  for (int i = 0; i < lay->ngroups && !L->rc; i++) {
+    const spec_group *g = &lay->groups[i];
+    int id = sim__group_add(w, g->gpus, g->n, L->err);
+    if (id < 0) L->rc = L->err->code;
+    assert(id < 0 || id == i);
   }
-  if (L->rc) goto done;
-
-  for (int g = 0; g < w->ngpu && !L->rc; g++) {
-    int r = g / per_stage;
-    /* pipeline neighbours: same (tp, cp, dp) index one stage away (wrapping for interleaving) */
-    int up = r > 0 ? g - per_stage : g + (P - 1) * per_stage;
-    int dn = r < P - 1 ? g + per_stage : g - (P - 1) * per_stage;
-    double p2p = 0, p2p_lat = 0;
-    p2p_parts(w, g, dn, w->topo.gpn < per_stage ? w->topo.gpn : per_stage, pr.p2p_bytes, &p2p,
-              &p2p_lat);
-    gpu_plan gp = {g, r, P, v, mb, counts, nvs, &pr, g_tp[g], g_cp[g], g_dp[g], g_ep[g],
-                   g_edp[g], dp, cp, ep, p->zero, {1, &up, p2p, p2p_lat}, {1, &dn, p2p, p2p_lat}};
+  for (int i = 0; i < nprof && !L->rc; i++) {
+    const spec_stage *st = uni ? NULL : &p->stages[i];
+    int tp = uni ? p->tp : st->tp, cp = uni ? p->cp : st->cp, ep = uni ? p->ep : st->ep;
+    int dp = uni ? p->dp : st->dp;
+    int mbs = uni ? p->mbs : p->gbs / p->microbatches / st->dp, sp = uni ? p->sp : p->sp && tp > 1;
+    if (cm_layer_profile_get(w->cm, tp, cp, ep, dp, mbs, sp, uni ? p->recompute : st->recompute,
+                             &prs[i]))
+      L->rc = pp_err_set(L->err, PP_PLAN, "sim: stage %d has no layer profile", i);
+  }
+  double act = uni ? 0 : (double)p->gbs / p->microbatches * m->seq_len * m->hidden * 2;
+  for (int k = 0; k < lay->nslots && !L->rc; k++) {
+    const spec_slot *sl = &lay->slots[k];
+    const spec_stage *st = uni ? NULL : &p->stages[sl->stage];
+    const cm_layer_profile *pr = &prs[uni ? 0 : sl->stage];
+    int per = uni ? p->tp * p->cp * p->dp : st->ngpus;
+    int sharing = per < w->topo.gpn ? per : w->topo.gpn, g = sl->gpu;
+    double bp = 0, lp = 0, bn = 0, ln = 0;
+    if (uni) { /* one message of the stage's activation each way, priced on one neighbour */
+      int dn = sl->nnext ? sl->next[0] : sl->nprev ? sl->prev[0] : g;
+      p2p_parts(w, g, dn, sharing, pr->p2p_bytes, &bp, &lp);
+      bn = bp, ln = lp;
+    } else {
+      if (sl->nprev) p2p_parts(w, g, sl->prev[0], sharing, act / sl->prev_split, &bp, &lp);
+      if (sl->nnext) p2p_parts(w, g, sl->next[0], sharing, act / sl->next_split, &bn, &ln);
+    }
+    gpu_plan gp = {g, sl->stage, P, v, mb, lay->layers, P * v, pr,
+                   sl->group[SPEC_GRP_TP], sl->group[SPEC_GRP_CP], sl->group[SPEC_GRP_DP],
+                   sl->group[SPEC_GRP_EP], sl->group[SPEC_GRP_EDP],
+                   uni ? p->dp : st->dp, uni ? p->cp : st->cp, uni ? p->ep : st->ep, p->zero,
+                   {sl->nprev, sl->prev, bp, lp}, {sl->nnext, sl->next, bn, ln}};
     emit_gpu(L, &gp, items);
   }
-done:
-  free(counts), free(items), free(tmp), free(gid);
-  return L->rc;
-}
-
-/* A non-uniform plan: each stage has its GPUs (tp fastest, then cp, then dp) and degrees; a
- * microbatch of gbs/microbatches sequences is split over each stage's dp. Stage i hands its
- * activations to stage i+1 as N = max(n_i, n_i+1) transfers of 1/N each, transfer j from rank
- * j mod n_i to rank j mod n_i+1 (resharding between different layouts). */
-static int lower_nonuniform(lower *L) {
-  sim__world *w = L->w;
-  const spec_plan *p = L->p;
-  const spec_model *m = L->m;
-  int P = p->nstages, mb = p->microbatches, samples = p->gbs / p->microbatches;
-  int *counts = calloc((size_t)P, sizeof *counts), *tmp = malloc((size_t)w->ngpu * sizeof *tmp);
-  item *items = malloc((size_t)2 * mb * sizeof *items);
-  cm_layer_profile *prs = calloc((size_t)P, sizeof *prs);
-  int *grp = malloc((size_t)5 * w->ngpu * sizeof *grp); /* tp, cp, dp, ep, edp per GPU */
-  int *plist = malloc((size_t)2 * w->ngpu * sizeof *plist), *nlist = plist + w->ngpu;
-  if (!counts || !tmp || !items || !prs || !grp || !plist) {
-    L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
-    goto done;
-  }
-  for (int i = 0; i < P && !L->rc; i++) {
-    const spec_stage *st = &p->stages[i];
-    counts[i] = st->layer_end - st->layer_begin;
-    if (cm_layer_profile_get(w->cm, st->tp, st->cp, st->ep, st->dp, samples / st->dp,
-                             p->sp && st->tp > 1, st->recompute, &prs[i])) {
-      L->rc = pp_err_set(L->err, PP_PLAN, "sim: stage %d has no layer profile", i);
-      break;
-    }
-    int tp = st->tp, cp = st->cp, dp = st->dp, ep = st->ep;
-    for (int k = 0; k < st->ngpus && !L->rc; k++) {
-      int t = k % tp, c = k / tp % cp, d = k / (tp * cp), dc = c + cp * d;
-      const int *G = st->gpus;
-#define GROUP(slot, cond, count, expr)                                                      \
-  if (cond) {                                                                               \
-    for (int q = 0; q < (count); q++) tmp[q] = G[expr];                                     \
-    int id = sim__group_add(w, tmp, (count), L->err);                                       \
-    if (id < 0) {                                                                           \
-      L->rc = L->err->code;                                                                 \
-      break;                                                                                \
-    }                                                                                       \
-    for (int q = 0; q < (count); q++) grp[(slot) * w->ngpu + tmp[q]] = id;                  \
-  }
-      GROUP(0, t == 0, tp, k + q);
-      GROUP(1, c == 0, cp, k + q * tp);
-      GROUP(2, c == 0 && d == 0, dp * cp, t + q * tp);
-      GROUP(3, dc % ep == 0, ep, k + q * tp);
-      GROUP(4, dc < ep, dp * cp / ep, k + q * ep * tp);
-#undef GROUP
-    }
-  }
-  for (int i = 0; i < P && !L->rc; i++) {
-    const spec_stage *st = &p->stages[i];
-    const spec_stage *prv = i > 0 ? &p->stages[i - 1] : NULL, *nxt = i + 1 < P ? &p->stages[i + 1] : NULL;
-    double act = (double)samples * m->seq_len * m->hidden * 2;
-    for (int k = 0; k < st->ngpus && !L->rc; k++) {
-      int g = st->gpus[k], np = 0, nn = 0;
-      double bp = 0, lp = 0, bn = 0, ln = 0;
-      if (prv) {
-        int N = prv->ngpus > st->ngpus ? prv->ngpus : st->ngpus;
-        for (int j = 0; j < N; j++)
-          if (j % st->ngpus == k) plist[np++] = prv->gpus[j % prv->ngpus];
-        p2p_parts(w, g, plist[0], st->ngpus < w->topo.gpn ? st->ngpus : w->topo.gpn, act / N, &bp, &lp);
-      }
-      if (nxt) {
-        int N = nxt->ngpus > st->ngpus ? nxt->ngpus : st->ngpus;
-        for (int j = 0; j < N; j++)
-          if (j % st->ngpus == k) nlist[nn++] = nxt->gpus[j % nxt->ngpus];
-        p2p_parts(w, g, nlist[0], st->ngpus < w->topo.gpn ? st->ngpus : w->topo.gpn, act / N, &bn, &ln);
-      }
-      gpu_plan gp = {g, i, P, 1, mb, counts, P, &prs[i], grp[g], grp[w->ngpu + g],
-                     grp[2 * w->ngpu + g], grp[3 * w->ngpu + g], grp[4 * w->ngpu + g], st->dp,
-                     st->cp, st->ep, p->zero, {np, plist, bp, lp}, {nn, nlist, bn, ln}};
-      emit_gpu(L, &gp, items);
-    }
-  }
-done:
-  free(counts), free(tmp), free(items), free(prs), free(grp), free(plist);
+  free(prs), free(items);
   return L->rc;
 }
 
 int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *err) {
   lower L = {w, m, p, err, 0};
-  return p->nstages ? lower_nonuniform(&L) : lower_uniform(&L);
+  spec_layout lay;
+  if (spec_layout_build(p, m, w->ngpu, &lay, err)) return err->code;
+  int rc = lower_layout(&L, &lay);
+  spec_layout_free(&lay);
+  return rc;
 }

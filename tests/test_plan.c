@@ -262,7 +262,76 @@ static void layer_split(void) {
       }
 }
 
+/* Who talks to whom: groups and neighbours in Megatron's rank order, schedules in its order. */
+static void layout(void) {
+  spec_model m = model("gpt3-1.3b");
+  spec_cluster c = cluster("dgx-h100", 16);
+  spec_plan p;
+  spec_layout l;
+  pp_err err = {0};
+  CHECK_EQ(resolve("tp=2,cp=2,pp=2,mbs=1,gbs=16", &m, &c, &p, &err), PP_OK); /* dp=2 */
+  CHECK_EQ(spec_layout_build(&p, &m, 16, &l, &err), PP_OK);
+  CHECK_EQ(l.nslots, 16);
+  CHECK_EQ(l.nstages, 2);
+  const spec_slot *s = &l.slots[13]; /* stage 1, local 5: t=1, c=0, d=1 */
+  CHECK_EQ(s->stage, 1);
+  const spec_group *tp = &l.groups[s->group[SPEC_GRP_TP]], *dp = &l.groups[s->group[SPEC_GRP_DP]];
+  const spec_group *cp = &l.groups[s->group[SPEC_GRP_CP]];
+  CHECK(tp->n == 2 && tp->gpus[0] == 12 && tp->gpus[1] == 13);
+  CHECK(cp->n == 2 && cp->gpus[0] == 13 && cp->gpus[1] == 15);
+  CHECK(dp->n == 4 && dp->gpus[0] == 9 && dp->gpus[3] == 15); /* dp * cp ranks, stride tp */
+  CHECK(s->nprev == 1 && s->prev[0] == 5 && s->nnext == 0);
+  CHECK(l.slots[5].nnext == 1 && l.slots[5].next[0] == 13 && l.slots[5].nprev == 0);
+  CHECK_EQ(l.layers[0] + l.layers[1], 24);
+  spec_layout_free(&l);
+  spec_plan_clear(&p);
+
+  /* 1F1B on 4 stages, 8 microbatches: rank 0 warms up with 3 forwards and ends with 3
+   * backwards; the last rank alternates from the start */
+  spec_step st[64];
+  CHECK_EQ(spec_schedule_steps(SPEC_SCHED_1F1B, 4, 0, 8, 1, st), 16);
+  CHECK(st[0].fwd && st[1].fwd && st[2].fwd && st[3].fwd && !st[4].fwd && st[4].mb == 0);
+  CHECK(!st[15].fwd && st[15].mb == 7 && !st[13].fwd && !st[14].fwd && st[12].fwd == 0);
+  CHECK_EQ(spec_schedule_steps(SPEC_SCHED_1F1B, 4, 3, 8, 1, st), 16);
+  CHECK(st[0].fwd && !st[1].fwd && st[1].mb == 0 && st[2].fwd && st[2].mb == 1);
+  /* interleaved, 2 chunks: every (mb, chunk) once forward and once backward; backwards of a
+   * microbatch run chunk 1 before chunk 0 */
+  int n = spec_schedule_steps(SPEC_SCHED_INTERLEAVED, 4, 1, 8, 2, st), seen[2][8][2] = {{{0}}};
+  CHECK_EQ(n, 32);
+  int order_ok = 1;
+  for (int i = 0; i < n; i++) {
+    seen[st[i].fwd][st[i].mb][st[i].chunk]++;
+    if (!st[i].fwd && st[i].chunk == 0 && !seen[0][st[i].mb][1]) order_ok = 0;
+    if (!st[i].fwd && !seen[1][st[i].mb][st[i].chunk]) order_ok = 0; /* forward first */
+  }
+  CHECK(order_ok);
+  for (int f = 0; f < 2; f++)
+    for (int b = 0; b < 8; b++)
+      for (int k = 0; k < 2; k++) CHECK_EQ(seen[f][b][k], 1);
+  /* GPipe: all forwards, then all backwards */
+  CHECK_EQ(spec_schedule_steps(SPEC_SCHED_GPIPE, 4, 2, 3, 1, st), 6);
+  CHECK(st[2].fwd && !st[3].fwd);
+
+  /* non-uniform: 4 GPUs hand over to 8 as 8 messages of 1/8, two per sender */
+  const char *nu = "{\"gbs\":64,\"microbatches\":32,\"stages\":["
+                   "{\"layers\":[0,10],\"gpus\":[0,1,2,3],\"tp\":4},"
+                   "{\"layers\":[10,24],\"gpus\":[8,9,10,11,12,13,14,15],\"tp\":8}]}";
+  CHECK_EQ(resolve(nu, &m, &c, &p, &err), PP_OK);
+  CHECK_EQ(spec_layout_build(&p, &m, 16, &l, &err), PP_OK);
+  CHECK_EQ(l.nslots, 12);
+  CHECK_EQ(l.slot_of_gpu[4], -1);
+  s = &l.slots[l.slot_of_gpu[1]];
+  CHECK(s->nnext == 2 && s->next[0] == 9 && s->next[1] == 13 && s->next_split == 8);
+  s = &l.slots[l.slot_of_gpu[13]];
+  CHECK(s->nprev == 1 && s->prev[0] == 1 && s->prev_split == 8);
+  CHECK_EQ(l.layers[0], 10);
+  CHECK_EQ(l.groups[s->group[SPEC_GRP_TP]].n, 8);
+  spec_layout_free(&l);
+  spec_plan_clear(&p);
+}
+
 int main(void) {
+  layout();
   round_trips();
   hashes();
   nonuniform();

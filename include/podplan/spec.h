@@ -204,4 +204,70 @@ int spec_plan_microbatches(const spec_plan *p);
  * embedding and the LM head) last, as Megatron's uneven split does. `counts` holds pp*vpp. */
 void spec_plan_stage_layers(const spec_plan *p, const spec_model *m, int *counts);
 
+/* ---- layout: who does what in a plan (shared by the simulator and the backend) ---------
+ * Uniform plans follow Megatron's rank order (tp fastest, then cp, dp, pp): GPU g is rank g.
+ * Non-uniform plans: each stage's GPUs in the order given, tp fastest, then cp, then dp. */
+typedef enum {
+  SPEC_GRP_TP,  /* tensor parallel */
+  SPEC_GRP_CP,  /* context parallel */
+  SPEC_GRP_DP,  /* data parallel over dp * cp ranks (gradients) */
+  SPEC_GRP_EP,  /* expert parallel: ep consecutive ranks of the dp dimension */
+  SPEC_GRP_EDP, /* expert data parallel: the same EP index across EP groups */
+  SPEC_NGRPS
+} spec_grp;
+const char *spec_grp_name(spec_grp k);
+
+typedef struct spec_group {
+  spec_grp kind;
+  int stage;
+  int n;
+  int *gpus; /* members in rank order */
+} spec_group;
+
+/* One GPU's place in the plan. */
+typedef struct spec_slot {
+  int gpu;
+  int stage;                /* pipeline rank 0 .. nstages-1 */
+  int local;                /* index in its stage */
+  int group[SPEC_NGRPS];    /* index into spec_layout.groups */
+  /* pipeline neighbours: activations arrive from prev[] and leave to next[] (gradients the
+   * other way), one message of 1/prev_split (1/next_split) of a microbatch's activation each;
+   * uniform plans: one peer each side, the ring closing for interleaved schedules */
+  int nprev, nnext;
+  int *prev, *next;
+  int prev_split, next_split;
+} spec_slot;
+
+typedef struct spec_layout {
+  int nstages;          /* pipeline ranks */
+  int vpp;              /* model chunks per pipeline rank */
+  int microbatches;     /* per iteration, per pipeline */
+  int nslots;           /* GPUs the plan uses */
+  spec_slot *slots;     /* stage by stage; uniform: slots[g].gpu == g */
+  int *slot_of_gpu;     /* [cluster gpus]: slot index or -1 */
+  int ngpus;            /* cluster GPUs */
+  int ngroups;
+  spec_group *groups;   /* per GPU in slot order: TP, CP, DP, EP, EDP groups as they first
+                           appear */
+  int *layers;          /* layers of each virtual stage (nstages * vpp; non-uniform: per
+                           stage) */
+} spec_layout;
+
+/* Builds the layout of a resolved, valid plan on a cluster of `gpus` GPUs. */
+int spec_layout_build(const spec_plan *p, const spec_model *m, int gpus, spec_layout *out,
+                      pp_err *err);
+void spec_layout_free(spec_layout *l);
+
+/* One step of a pipeline rank's schedule. */
+typedef struct spec_step {
+  int fwd;   /* 1 forward, 0 backward */
+  int mb;    /* microbatch */
+  int chunk; /* model chunk (interleaved) */
+} spec_step;
+/* The steps of pipeline rank r of P with m microbatches and v chunks, in the order the
+ * schedule runs them (GPipe: all forwards then all backwards; 1F1B and interleaved 1F1B as
+ * Megatron-LM orders them: warm-up forwards, one-forward-one-backward, cool-down backwards).
+ * out holds 2*m*v; returns the count. */
+int spec_schedule_steps(spec_schedule s, int P, int r, int m, int v, spec_step *out);
+
 #endif
