@@ -228,7 +228,65 @@ static void nonuniform(void) {
   cm_model_destroy(cm);
 }
 
+/* The ops the backend runs carry the model's FLOPs: summed over every rank and microbatch
+ * (recomputation left out) they make cm_eval's model FLOPs, and their memory-bound and
+ * compute parts are what the layer profile prices. */
+static void ops_flops(void) {
+  struct {
+    const char *model, *plan, *params;
+    int gpus;
+  } cases[] = {
+      {"gpt3-1.3b", "tp=2,dp=4,mbs=2,gbs=32,recompute=full", NULL, 8},
+      {"llama3-8b", "tp=4,cp=2,mbs=1,gbs=8,sp=1,recompute=selective", NULL, 8},
+      {"mixtral-8x7b", "tp=2,ep=4,mbs=1,gbs=16,sp=1", NULL, 8},
+      {"gpt3-1.3b", "tp=8,mbs=1,gbs=8", "flash_attention=0", 8},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cm_model *cm = make(cases[i].model, "dgx-h100", cases[i].gpus, cases[i].params);
+    cm_result r;
+    spec_model m;
+    spec_cluster c;
+    spec_plan p;
+    pp_err err = {0};
+    CHECK_EQ(spec_model_load(cases[i].model, &m, &err), PP_OK);
+    CHECK_EQ(spec_cluster_load("dgx-h100", cases[i].gpus, &c, &err), PP_OK);
+    CHECK_EQ(spec_plan_parse(cases[i].plan, &p, &err), PP_OK);
+    CHECK_EQ(spec_plan_resolve(&p, &m, &c, &err), PP_OK);
+    CHECK_EQ(cm_eval(cm, &p, &r, &err), PP_OK);
+    cm_lop ops[CM_LOPS_MAX];
+    double per_mb = 0, rec = 0;
+    for (int part = 0; part < 3; part++)
+      for (int fwd = 0; fwd < 2; fwd++) {
+        int n = cm_part_ops(cm, (cm_part)part, p.tp, p.cp, p.ep, p.mbs, p.sp, p.recompute, fwd,
+                            ops);
+        CHECK(n > 0 && n <= CM_LOPS_MAX);
+        for (int k = 0; k < n; k++) {
+          double fl = cm_lop_flops(&ops[k]) * (part == CM_PART_LAYER ? m.layers : 1);
+          if (ops[k].recompute) rec += fl;
+          else per_mb += fl;
+        }
+      }
+    double ranks = p.tp * p.cp * p.dp, mbs = spec_plan_microbatches(&p);
+    CHECK_NEAR(per_mb * ranks * mbs, r.model_flops, 1e-9);
+    if (p.recompute != SPEC_RECOMPUTE_NONE) CHECK(rec > 0);
+    /* the layer's GEMMs priced one by one make the profile's compute with attention and
+     * memory-bound ops (forward, no overlap effects involved) */
+    cm_layer_profile pr;
+    CHECK_EQ(cm_layer_profile_get(cm, p.tp, p.cp, p.ep, p.dp, p.mbs, p.sp, p.recompute, &pr),
+             PP_OK);
+    int n = cm_part_ops(cm, CM_PART_LAYER, p.tp, p.cp, p.ep, p.mbs, p.sp, p.recompute, 1, ops);
+    double gemms = 0;
+    for (int k = 0; k < n; k++)
+      if (ops[k].kind == CM_LOP_GEMM)
+        gemms += ops[k].batch * cm_gemm_time(cm, ops[k].m, ops[k].n, ops[k].k, NULL);
+    CHECK(gemms > 0.5 * pr.fwd_s && gemms < pr.fwd_s);
+    spec_plan_clear(&p);
+    cm_model_destroy(cm);
+  }
+}
+
 int main(void) {
+  ops_flops();
   nonuniform();
   ring_formula();
   sharing();

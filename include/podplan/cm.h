@@ -241,6 +241,31 @@ int cm_layer_profile_get(cm_model *cm, int tp, int cp, int ep, int dp, int mbs, 
 /* Optimizer step time for `params` parameters held by one GPU (Adam, fp32 master weights). */
 double cm_optimizer_time(const cm_model *cm, double params);
 
+/* ---- the ops of one rank, as the cost model prices them (the backend runs these) ---------- */
+typedef enum { CM_PART_LAYER, CM_PART_EMBED, CM_PART_HEAD } cm_part;
+typedef enum { CM_LOP_GEMM, CM_LOP_ATTN, CM_LOP_MEM, CM_LOP_COLL } cm_lop_kind;
+typedef struct cm_lop {
+  cm_lop_kind kind;
+  const char *name;       /* static: "qkv", "attn", "fc1", "norm1", "tp", "dispatch", ... */
+  double m, n, k, batch;  /* GEMM: batch products m x n x k; ATTN: batch = sequences x heads
+                             of this rank, m queries, n keys, k head dim */
+  int causal;             /* ATTN */
+  int recompute;          /* 1: recomputation in the backward (not model FLOPs) */
+  double bytes;           /* MEM: bytes read and written; COLL: per-rank buffer */
+  cm_coll coll;           /* COLL */
+  spec_grp group;         /* COLL: TP, CP or EP */
+} cm_lop;
+#define CM_LOPS_MAX 64
+/* The ops of one part of a stage (a transformer layer, the embedding, or the final norm, LM
+ * head and loss) for one microbatch on one rank, forward (fwd = 1) or backward, in the order
+ * Megatron-LM runs them, with the shapes cm_eval prices (the backward of a recomputed layer
+ * begins with what it recomputes). Attention backward is two forward-sized attentions and a
+ * product of the output's size (5 products where the forward has 2). Returns the count. */
+int cm_part_ops(const cm_model *cm, cm_part part, int tp, int cp, int ep, int mbs, int sp,
+                spec_recompute rc, int fwd, cm_lop *out);
+/* FLOPs of an op (GEMM and ATTN; causal attention counts half its square), 0 otherwise. */
+double cm_lop_flops(const cm_lop *op);
+
 /* Time of one GEMM (m x n x k, the model's dtype) and its efficiency (fraction of peak). */
 double cm_gemm_time(const cm_model *cm, double m, double n, double k, double *eff);
 
