@@ -68,6 +68,32 @@ run_main() {
   echo
   echo "== bench_sim (up to 4096 GPUs)"
   build/benchmarks/bench_sim
+  echo
+  run_backend
+}
+
+# The backend on this machine's CPUs: 4 MPI ranks run a small GPT-style model's iteration
+# (tensor and pipeline parallel), a collective sweep is read back as an nccl-tests log.
+run_backend() {
+  local bin=build/cli/podplan
+  local mpirun=(mpirun -n 4 --oversubscribe)
+  if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  fi
+  mkdir -p results
+  echo "== bench_backend (OpenBLAS peak, the cpu device's GEMMs, executor overhead)"
+  build/benchmarks/bench_backend --quick
+  echo
+  echo "== mpirun -n 4 podplan run (a small model, tp=2 x pp=2, on the cpu device)"
+  "${mpirun[@]}" $bin run --cluster dgx-h100 --gpus 4 --plan tp=2,pp=2,mbs=1,gbs=8,sp=1 \
+    --model '{"name":"gpt-small-cpu","layers":8,"hidden":256,"heads":8,"seq_len":256,"vocab":1024}' \
+    --trace results/run-cpu.trace.json --db podplan.db
+  echo
+  echo "== mpirun -n 4 podplan bench coll, read back by podplan import nccl-tests"
+  "${mpirun[@]}" $bin bench coll -b 1K -e 4M --iters 10 --db podplan.db > results/bench-coll.txt
+  tail -n 4 results/bench-coll.txt
+  $bin import nccl-tests results/bench-coll.txt tests/fixtures/nccl-tests/synthetic_*.txt \
+    --cluster dgx-h100 --db podplan.db
 }
 
 run_tests() {
@@ -82,6 +108,7 @@ case "${1:-run}" in
   deps) deps ;;
   build) deps && build build ;;
   run) deps && build build && run_main ;;
+  backend) build build && run_backend ;;
   test) deps && build build && run_tests ;;
-  *) echo "usage: $0 [run|test|deps|build]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|test|deps|build|backend]" >&2; exit 2 ;;
 esac

@@ -1,16 +1,466 @@
-/* podplan run: execute a plan for real. Arrives with the execution backend; until then -h works and
- * anything else says "not implemented yet" (exit 2). */
+/* podplan run: a plan's training iteration executed for real, one rank per GPU (or CPU
+ * process) under mpirun/srun. Rank 0 gathers every rank's op times and writes the score
+ * (source backend), the per-op measurements and a trace; errors every rank shares (bad
+ * input) are printed once, by rank 0; a failing rank prints its own and aborts the job so
+ * that no rank hangs. */
+#include <jansson.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "podplan/be.h"
+#include "podplan/store.h"
+#include "podplan/tr.h"
 
 static const char usage[] =
-    "usage: podplan run --plan-id ID | (--model M --cluster C --plan P) [--device cpu|cuda]\n"
-    "                   [--warmup W] [--iters N] [--layers L] [--trace out.json] [--db F] [--json]\n"
+    "usage: podplan run (--model M --cluster C [--gpus N] (--plan P | --plan-id ID))\n"
+    "                   [--device cpu|cuda] [--layers L] [--shrink W] [--warmup W] [--iters N]\n"
+    "                   [--no-verify] [--timeout S] [--trace out.json] [--db F] [--json]\n"
+    "                   [--inject fail:R|hang:R]\n"
     "\n"
-    "Executes the plan's training iteration for real, one rank per GPU (or CPU process) under\n"
-    "mpirun/srun: GEMMs, memory-bound ops, collectives and pipeline sends in schedule order.\n"
+    "Executes the plan's training iteration for real, one rank per GPU (or CPU process), under\n"
+    "mpirun or srun (mpirun -n <ranks the plan uses> podplan run ...): GEMMs, attention,\n"
+    "memory-bound ops, TP/CP/EP collectives and pipeline sends in the schedule's order, then the\n"
+    "data-parallel reduction and the optimizer, with the shapes the cost model prices. The first\n"
+    "iteration checks every collective and message; W warm-up and N timed iterations follow.\n"
+    "Rank 0 stores the iteration time as a score (source 'backend'), every op's mean time as a\n"
+    "measurement, and writes a Perfetto trace (a track per rank).\n"
     "\n"
-    "  --device cpu|cuda   MPI + OpenBLAS, or NCCL + cuBLAS\n"
-    "  --json              on rank 0: iter_time_s, ranks, device, verified\n"
+    "  --plan-id ID        a plan stored in the database (with --model and --cluster)\n"
+    "  --device D          cpu: OpenBLAS + MPI (default); cuda: cuBLAS + NCCL\n"
+    "  --layers L          run L transformer layers instead of all (spread like the plan's)\n"
+    "  --shrink W          divide hidden, ffn, heads, kv heads and vocab by W (small machines)\n"
+    "  --warmup W          untimed iterations after the checking one (default 1)\n"
+    "  --iters N           timed iterations (default 3)\n"
+    "  --no-verify         skip the checking iteration\n"
+    "  --timeout S         a rank waiting longer than S seconds on a peer fails (default 120)\n"
+    "  --trace F           write the last timed iteration as a Perfetto trace\n"
+    "  --db F              database (default podplan.db)\n"
+    "  --json              on rank 0: iter_time_s, ranks, device, verified, and more\n"
+    "  --inject fail:R     rank R exits before the timed iterations (to check failure handling)\n"
+    "  --inject hang:R     rank R stops answering instead\n"
     "  -h, --help          this text\n";
 
-int cmd_run(int argc, char **argv) { return cli_not_implemented("run", usage, argc, argv); }
+static const char *const CMD = "run";
+
+typedef struct run_opts {
+  const char *model, *cluster, *plan, *device, *trace, *db;
+  long long plan_id;
+  int gpus, layers, shrink, warmup, iters, verify, json, inject_rank, inject_hang;
+  double timeout_s;
+} run_opts;
+
+/* Prints an error every rank shares, once. */
+static int fail_once(int rank, const pp_err *err) {
+  if (rank == 0) return cli_fail(CMD, err);
+  return pp_exit_status(err->code);
+}
+
+static int parse(int argc, char **argv, run_opts *o) {
+  static const struct option longs[] = {
+      {"model", required_argument, NULL, 'm'},   {"cluster", required_argument, NULL, 'c'},
+      {"gpus", required_argument, NULL, 'g'},    {"plan", required_argument, NULL, 'p'},
+      {"plan-id", required_argument, NULL, 'P'}, {"device", required_argument, NULL, 'D'},
+      {"layers", required_argument, NULL, 'L'},  {"shrink", required_argument, NULL, 'W'},
+      {"warmup", required_argument, NULL, 'w'},  {"iters", required_argument, NULL, 'n'},
+      {"no-verify", no_argument, NULL, 'V'},     {"timeout", required_argument, NULL, 't'},
+      {"trace", required_argument, NULL, 'T'},   {"db", required_argument, NULL, 'd'},
+      {"json", no_argument, NULL, 'j'},          {"inject", required_argument, NULL, 'i'},
+      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  int first = 1, c, tmo = 120;
+  while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
+    switch (c) {
+    case 'h': fputs(usage, stdout); return -1;
+    case 'm': o->model = optarg; break;
+    case 'c': o->cluster = optarg; break;
+    case 'p': o->plan = optarg; break;
+    case 'D': o->device = optarg; break;
+    case 'T': o->trace = optarg; break;
+    case 'd': o->db = optarg; break;
+    case 'j': o->json = 1; break;
+    case 'V': o->verify = 0; break;
+    case 'g': if (cli_int(CMD, "--gpus", optarg, 1, SPEC_MAX_GPUS, &o->gpus)) return 2; break;
+    case 'L': if (cli_int(CMD, "--layers", optarg, 1, 100000, &o->layers)) return 2; break;
+    case 'W': if (cli_int(CMD, "--shrink", optarg, 1, 1024, &o->shrink)) return 2; break;
+    case 'w': if (cli_int(CMD, "--warmup", optarg, 0, 1000, &o->warmup)) return 2; break;
+    case 'n': if (cli_int(CMD, "--iters", optarg, 1, 100000, &o->iters)) return 2; break;
+    case 't': if (cli_int(CMD, "--timeout", optarg, 1, 86400, &tmo)) return 2; break;
+    case 'P': {
+      int id = 0;
+      if (cli_int(CMD, "--plan-id", optarg, 1, 2147483647, &id)) return 2;
+      o->plan_id = id;
+      break;
+    }
+    case 'i': {
+      const char *colon = strchr(optarg, ':');
+      int r = 0;
+      if (!colon || (strncmp(optarg, "fail:", 5) && strncmp(optarg, "hang:", 5)) ||
+          cli_int(CMD, "--inject", colon + 1, 0, 1 << 20, &r))
+        return cli_usage_error(CMD, "--inject: '%s' is not fail:RANK or hang:RANK", optarg);
+      o->inject_rank = r, o->inject_hang = optarg[0] == 'h';
+      break;
+    }
+    default: return 2;
+    }
+  }
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  o->timeout_s = tmo;
+  if (!o->model || !o->cluster || (!o->plan && !o->plan_id))
+    return cli_usage_error(CMD, "--model, --cluster and --plan (or --plan-id) are required");
+  if (o->plan && o->plan_id) return cli_usage_error(CMD, "give --plan or --plan-id, not both");
+  return 0;
+}
+
+/* Specs and plan, identically on every rank. */
+static int load(const run_opts *o, spec_model *m, spec_cluster *c, spec_plan *p, pp_err *err) {
+  memset(p, 0, sizeof *p);
+  if (spec_model_load(o->model, m, err) || spec_cluster_load(o->cluster, o->gpus, c, err) ||
+      spec_pair_validate(m, c, err))
+    return err->code;
+  if (o->plan_id) {
+    store *s = NULL;
+    int rc = store_open(o->db, NULL, &s, err);
+    if (!rc) rc = store_get_plan(s, o->plan_id, p, err);
+    store_close(s);
+    if (rc) return rc;
+  } else if (spec_plan_parse(o->plan, p, err)) {
+    return err->code;
+  }
+  if (spec_plan_resolve(p, m, c, err)) {
+    spec_plan_clear(p);
+    return err->code;
+  }
+  return PP_OK;
+}
+
+/* ---- results gathered on rank 0 --------------------------------------------------------- */
+
+typedef struct gathered {
+  int nranks, iters;
+  int *nops, *displ;    /* per rank */
+  double *op_s, *start; /* all ranks' ops, concatenated; start has nops + 1 per rank */
+  double *iter_s;       /* [rank * iters + it] */
+} gathered;
+
+static void gathered_free(gathered *g) {
+  free(g->nops), free(g->displ), free(g->op_s), free(g->start), free(g->iter_s);
+  memset(g, 0, sizeof *g);
+}
+
+/* Gathers every rank's result on rank 0 (collective). */
+static int gather(const be_exec_result *r, int rank, int nranks, gathered *g, pp_err *err) {
+  memset(g, 0, sizeof *g);
+  g->nranks = nranks, g->iters = r->iters;
+  int total = 0, *cnt1 = NULL, *displ1 = NULL, bad = 0;
+  if (rank == 0) {
+    g->nops = malloc((size_t)nranks * sizeof *g->nops);
+    g->displ = malloc((size_t)nranks * sizeof *g->displ);
+    cnt1 = malloc((size_t)nranks * sizeof *cnt1);
+    displ1 = malloc((size_t)nranks * sizeof *displ1);
+    g->iter_s = malloc((size_t)nranks * r->iters * sizeof *g->iter_s);
+    bad = !g->nops || !g->displ || !cnt1 || !displ1 || !g->iter_s;
+  }
+  MPI_Gather(&r->nops, 1, MPI_INT, g->nops, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0 && !bad) {
+    for (int i = 0; i < nranks; i++) {
+      g->displ[i] = total, total += g->nops[i];
+      cnt1[i] = g->nops[i] + 1, displ1[i] = g->displ[i] + i;
+    }
+    g->op_s = malloc(((size_t)total + 1) * sizeof *g->op_s);
+    g->start = malloc(((size_t)total + nranks) * sizeof *g->start);
+    bad = !g->op_s || !g->start;
+  }
+  MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (bad) {
+    free(cnt1), free(displ1);
+    gathered_free(g);
+    return pp_err_set(err, PP_NOMEM, "run: rank 0 cannot hold the results");
+  }
+  MPI_Gatherv(r->op_s, r->nops, MPI_DOUBLE, g->op_s, g->nops, g->displ, MPI_DOUBLE, 0,
+              MPI_COMM_WORLD);
+  MPI_Gatherv(r->op_start, r->nops + 1, MPI_DOUBLE, g->start, cnt1, displ1, MPI_DOUBLE, 0,
+              MPI_COMM_WORLD);
+  MPI_Gather(r->iter_s, r->iters, MPI_DOUBLE, g->iter_s, r->iters, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
+  free(cnt1), free(displ1);
+  return PP_OK;
+}
+
+/* The job's iteration: the slowest rank's, per timed iteration; mean, min and max. */
+static void iter_stats(const gathered *g, double *mean, double *lo, double *hi, int *slow) {
+  *mean = 0, *lo = 1e300, *hi = 0, *slow = 0;
+  for (int it = 0; it < g->iters; it++) {
+    double t = 0;
+    for (int r = 0; r < g->nranks; r++)
+      if (g->iter_s[r * g->iters + it] > t) t = g->iter_s[r * g->iters + it];
+    *mean += t / g->iters;
+    if (t < *lo) *lo = t;
+    if (t > *hi) *hi = t;
+  }
+  double worst = -1;
+  for (int r = 0; r < g->nranks; r++) {
+    double s = 0;
+    for (int it = 0; it < g->iters; it++) s += g->iter_s[r * g->iters + it];
+    if (s > worst) worst = s, *slow = r;
+  }
+}
+
+static const char *const meas_kind[BE_NOPKINDS] = {"gemm", "op", "mem", "coll", "p2p", "p2p", "op"};
+
+static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, const spec_plan *p,
+                const gathered *g, double iter, const char *run_key, const double kinds[BE_NEVS],
+                int *stored, pp_err *err) {
+  size_t total = 0;
+  for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
+  store_measurement *ms = calloc(total + (size_t)g->iters, sizeof *ms);
+  char **shapes = calloc(total, sizeof *shapes);
+  char place[SPEC_NGRPS][32];
+  for (int k = 0; k < SPEC_NGRPS; k++) snprintf(place[k], sizeof place[k], "%s", spec_grp_name(k));
+  if (!ms || !shapes) {
+    free(ms), free(shapes);
+    return pp_err_set(err, PP_NOMEM, "run: out of memory");
+  }
+  size_t n = 0;
+  for (int r = 0; r < g->nranks; r++)
+    for (int i = 0; i < g->nops[r]; i++) {
+      const be_op *op = &bp->progs[r].ops[i];
+      double t = g->op_s[g->displ[r] + i];
+      if (!(t > 0)) continue;
+      json_t *sh = json_pack("{s:i,s:s,s:s,s:i,s:i}", "rank", r, "ev", be_ev_name(op->ev), "op",
+                             be_op_kind_name(op->kind), "mb", op->mb, "index", i);
+      if (op->kind == BE_OP_GEMM || op->kind == BE_OP_ATTN) {
+        json_object_set_new(sh, "m", json_integer(op->m));
+        json_object_set_new(sh, "n", json_integer(op->n));
+        json_object_set_new(sh, "k", json_integer(op->k));
+        json_object_set_new(sh, "batch", json_integer(op->batch));
+      }
+      if (op->kind == BE_OP_SEND || op->kind == BE_OP_RECV)
+        json_object_set_new(sh, "peer", json_integer(op->peer));
+      shapes[n] = json_dumps(sh, JSON_COMPACT | JSON_SORT_KEYS);
+      json_decref(sh);
+      store_measurement *m = &ms[n];
+      m->run_key = run_key, m->seq = (int)n, m->kind = meas_kind[op->kind];
+      m->name = op->kind == BE_OP_COLL ? cm_coll_name(op->coll) : op->name;
+      m->device = o->device, m->shape_json = shapes[n], m->bytes = op->bytes, m->time_s = t;
+      m->source = "podplan run";
+      if (op->kind == BE_OP_COLL) {
+        const be_group *grp = &bp->groups[op->group];
+        m->ranks = grp->n, m->placement = place[grp->kind];
+        m->algbw_gbps = op->bytes / t / 1e9;
+        m->busbw_gbps = m->algbw_gbps * cm_coll_busbw_factor(op->coll, grp->n);
+      }
+      n++;
+    }
+  size_t nops_rows = n;
+  for (int it = 0; it < g->iters; it++) {
+    double t = 0;
+    for (int r = 0; r < g->nranks; r++)
+      if (g->iter_s[r * g->iters + it] > t) t = g->iter_s[r * g->iters + it];
+    ms[n++] = (store_measurement){.run_key = run_key, .seq = (int)(nops_rows + it), .kind = "iter",
+                                  .name = "iteration", .device = o->device, .time_s = t,
+                                  .ranks = g->nranks, .source = "podplan run"};
+  }
+  json_t *bd = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:i,s:i,s:i,s:s}", "compute_s",
+                         kinds[BE_EV_FORWARD] + kinds[BE_EV_BACKWARD], "tp_comm_s",
+                         kinds[BE_EV_TP], "cp_comm_s", kinds[BE_EV_CP], "ep_comm_s",
+                         kinds[BE_EV_EP], "pp_bubble_s", 0.0, "pp_p2p_s", kinds[BE_EV_P2P],
+                         "dp_comm_s", kinds[BE_EV_DP], "optimizer_s", kinds[BE_EV_OPTIMIZER],
+                         "device", o->device, "layers_run", bp->model.layers, "shrink",
+                         bp->shrink, "ranks", bp->nranks, "run_key", run_key);
+  char *bds = json_dumps(bd, JSON_COMPACT);
+  json_decref(bd);
+  double tokens = (double)p->gbs * bp->model.seq_len;
+  store_score sc = {.source = STORE_SRC_BACKEND, .iter_time_s = iter,
+                    .tokens_per_s = tokens / iter, .feasible = 1, .breakdown_json = bds};
+  store *s = NULL;
+  int rc = store_open(o->db, NULL, &s, err);
+  if (!rc) rc = store_begin(s, err);
+  if (!rc) rc = store_put_model(s, &bp->model, &sc.model_id, err);
+  if (!rc) rc = store_put_cluster(s, c, &sc.cluster_id, err);
+  if (!rc) rc = store_put_plan(s, p, &sc.plan_id, err);
+  if (!rc) rc = store_put_score(s, &sc, NULL, err);
+  for (size_t i = 0; i < n; i++) ms[i].cluster_id = sc.cluster_id;
+  size_t added = 0;
+  if (!rc) rc = store_put_measurements(s, ms, n, &added, err);
+  if (!rc) rc = store_commit(s, err);
+  store_close(s);
+  *stored = (int)added;
+  for (size_t i = 0; i < nops_rows; i++) free(shapes[i]);
+  free(shapes), free(ms), free(bds);
+  return rc;
+}
+
+static int write_trace(const char *path, const be_plan *bp, const gathered *g, const char *title,
+                       pp_err *err) {
+  size_t total = 0;
+  for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
+  tr_slice *s = malloc((total + 1) * sizeof *s);
+  if (!s) return pp_err_set(err, PP_NOMEM, "%s: out of memory", path);
+  size_t n = 0;
+  for (int r = 0; r < g->nranks; r++) {
+    const double *t = g->start + g->displ[r] + r;
+    for (int i = 0; i < g->nops[r]; i++) {
+      const be_op *op = &bp->progs[r].ops[i];
+      s[n++] = (tr_slice){r, op->kind == BE_OP_COLL ? cm_coll_name(op->coll) : op->name,
+                          be_ev_name(op->ev), t[i], t[i + 1], op->mb, op->chunk < 0 ? 0 : op->chunk};
+    }
+  }
+  int rc = tr_chrome_write(path, title, "rank", s, n, g->nranks, err);
+  free(s);
+  return rc;
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+static int local_rank(void) {
+  MPI_Comm node;
+  int lr = 0;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_free(&node);
+  }
+  return lr;
+}
+
+static int report(const run_opts *o, const be_plan *bp, const spec_model *m0,
+                  const spec_cluster *c, const spec_plan *p, const gathered *g, int verified,
+                  pp_err *err) {
+  double iter, lo, hi;
+  int slow;
+  iter_stats(g, &iter, &lo, &hi, &slow);
+  double kinds[BE_NEVS] = {0};
+  for (int i = 0; i < g->nops[slow]; i++)
+    kinds[bp->progs[slow].ops[i].ev] += g->op_s[g->displ[slow] + i];
+  char run_key[128];
+  char hash[SPEC_HASH_LEN];
+  spec_plan_hash(p, hash);
+  snprintf(run_key, sizeof run_key, "run:%s:%s:%ld:%d", hash, o->device, (long)time(NULL),
+           (int)getpid());
+  int stored = 0;
+  if (save(o, bp, c, p, g, iter, run_key, kinds, &stored, err)) return err->code;
+  char title[256];
+  snprintf(title, sizeof title, "podplan run: %s on %s (%d ranks, %s)", bp->model.name, c->name,
+           bp->nranks, o->device);
+  if (o->trace && write_trace(o->trace, bp, g, title, err)) return err->code;
+  double tflops = bp->model_flops / iter / bp->nranks / 1e12;
+  if (o->json) {
+    json_t *out = json_pack("{s:f,s:i,s:s,s:b,s:f,s:f,s:i,s:f,s:f,s:i,s:i,s:i,s:s,s:i}",
+                            "iter_time_s", iter, "ranks", bp->nranks, "device", o->device,
+                            "verified", verified, "iter_min_s", lo, "iter_max_s", hi, "iters",
+                            g->iters, "model_flops", bp->model_flops, "tflops_per_rank", tflops,
+                            "layers_run", bp->model.layers, "layers_model", bp->layers_full,
+                            "shrink", bp->shrink, "run_key", run_key, "measurements", stored);
+    json_dumpf(out, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    putchar('\n');
+    json_decref(out);
+    return PP_OK;
+  }
+  char text[512];
+  if (spec_plan_format(p, text, sizeof text, err)) snprintf(text, sizeof text, "(non-uniform)");
+  printf("%s on %s (%d ranks), plan %s, device %s\n", m0->name, c->name, bp->nranks, text,
+         o->device);
+  if (bp->model.layers != bp->layers_full || bp->shrink > 1)
+    printf("  model as run        %d of %d layers, width / %d (hidden %d, heads %d, ffn %d, "
+           "vocab %d)\n", bp->model.layers, bp->layers_full, bp->shrink, bp->model.hidden,
+           bp->model.heads, bp->model.ffn_hidden, bp->model.vocab);
+  printf("  iteration           %.6f s mean of %d (min %.6f, max %.6f)%s\n", iter, g->iters, lo,
+         hi, verified ? "; collectives and messages verified" : "");
+  printf("  model TFLOP/s       %.4f per rank\n", tflops);
+  printf("  slowest rank (%d)   seconds by kind:", slow);
+  for (int k = 0; k < BE_NEVS; k++) printf(" %s %.6f", be_ev_name(k), kinds[k]);
+  printf("\n  stored              1 score (backend), %d measurements in %s (run %s)\n", stored,
+         o->db, run_key);
+  if (o->trace) printf("  trace               %s\n", o->trace);
+  return PP_OK;
+}
+
+int cmd_run(int argc, char **argv) {
+  run_opts o = {.device = "cpu", .db = "podplan.db", .shrink = 1, .warmup = 1, .iters = 3,
+                .verify = 1, .inject_rank = -1};
+  int rc = parse(argc, argv, &o);
+  if (rc) return rc < 0 ? 0 : rc;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+    fprintf(stderr, "podplan run: MPI_Init failed\n");
+    return 1;
+  }
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  pp_err err = {0};
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  be_plan *bp = NULL;
+  be_dev *d = NULL;
+  const be_device *dv = be_device_find(o.device);
+  be_exec_result r = {0};
+  gathered g = {0};
+  if (!dv) {
+    pp_err_set(&err, PP_USAGE, "--device: '%s' is not one of this build's devices (%s)",
+               o.device, be_device_names());
+    rc = fail_once(rank, &err);
+    goto done;
+  }
+  if (load(&o, &m, &c, &p, &err)) {
+    rc = fail_once(rank, &err);
+    goto done;
+  }
+  be_lower_opts lo = {o.layers, o.shrink};
+  if (be_lower(&m, &c, &p, &lo, &bp, &err)) {
+    rc = fail_once(rank, &err);
+    spec_plan_clear(&p);
+    goto done;
+  }
+  if (bp->nranks != nranks) {
+    pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this job has %d (mpirun -n %d podplan "
+               "run ...)", bp->nranks, nranks, bp->nranks);
+    rc = fail_once(rank, &err);
+    goto cleanup;
+  }
+  MPI_Comm world = MPI_COMM_WORLD;
+  be_dev_cfg cfg = {rank, nranks, &world, bp->groups, bp->ngroups, bp->model.dtype,
+                    bp->max_gemm_elems, bp->max_attn_elems, bp->max_msg_bytes, o.timeout_s,
+                    local_rank()};
+  if (dv->open(&cfg, &d, &err)) goto device_failed;
+  if (rank == o.inject_rank) {
+    fprintf(stderr, "podplan run: rank %d: %s on purpose (--inject)\n", rank,
+            o.inject_hang ? "stops answering" : "exits");
+    if (!o.inject_hang) _exit(3);
+    for (;;) pause();
+  }
+  be_exec_opts eo = {o.warmup, o.iters, o.verify};
+  if (be_exec(dv, d, &bp->progs[rank], &eo, &r, &err)) goto device_failed;
+  dv->close(d, 0);
+  d = NULL;
+  if (gather(&r, rank, nranks, &g, &err)) {
+    rc = fail_once(rank, &err);
+    goto cleanup;
+  }
+  int verified = r.verified, all = 0;
+  MPI_Reduce(&verified, &all, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
+  rc = 0;
+  if (rank == 0 && report(&o, bp, &m, &c, &p, &g, all, &err)) rc = cli_fail(CMD, &err);
+  goto cleanup;
+
+device_failed:
+  /* this rank's own failure: say so, then take the job down so no peer waits forever */
+  cli_fail(CMD, &err);
+  if (d) dv->close(d, 1);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  rc = 1;
+cleanup:
+  be_exec_result_clear(&r);
+  gathered_free(&g);
+  be_plan_free(bp);
+  spec_plan_clear(&p);
+done:
+  MPI_Finalize();
+  return rc;
+}

@@ -8,8 +8,7 @@
 static const char *const commands[] = {"presets", "check",  "predict",   "simulate",
                                        "search",  "study",  "run",       "bench",
                                        "import",  "calibrate", "export", "report"};
-static const char *const not_yet[] = {"search", "run",       "bench", "import",
-                                      "calibrate", "export", "report"};
+static const char *const not_yet[] = {"search", "calibrate", "export", "report"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 int main(int argc, char **argv) {
@@ -66,6 +65,15 @@ int main(int argc, char **argv) {
       {{"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--plan", "tp=8,gbs=8",
         "--fidelity", "exact", NULL},
        "--fidelity: 'exact'"},
+      {{"run", "--model", "gpt3-175b", NULL},
+       "--model, --cluster and --plan (or --plan-id) are required"},
+      {{"run", "--model", "a", "--cluster", "b", "--plan", "tp=1,gbs=1", "--inject", "boom:1",
+        NULL},
+       "--inject: 'boom:1' is not fail:RANK or hang:RANK"},
+      {{"bench", NULL}, "name a benchmark: gemm or coll"},
+      {{"bench", "fft", NULL}, "unknown benchmark 'fft' (gemm or coll)"},
+      {{"bench", "gemm", "--shapes", "12x12", NULL}, "--shapes: '12x12' is not MxNxK"},
+      {{"bench", "coll", "-b", "lots", NULL}, "-b: 'lots' is not a size"},
       {{"study", NULL}, "name a study: pillar, validate or capacity"},
       {{"study", "everything", NULL}, "unknown study 'everything'"},
       {{"check", "--modle", "x", NULL}, "unknown option '--modle'"},

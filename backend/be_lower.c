@@ -1,0 +1,280 @@
+/* Lowering: a plan becomes one program per rank. Who talks to whom and the order of the
+ * pipeline steps come from the plan's layout (spec_layout, shared with the simulator); the
+ * ops of every layer, the embedding and the head come from the cost model (cm_part_ops), so
+ * the shapes run are the shapes scored. The data-parallel tail (gradient reduction, optimizer,
+ * parameter all-gather under ZeRO) follows the last backward; nothing is overlapped, as on one
+ * stream. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "be_int.h"
+
+static const char *const op_names[BE_NOPKINDS] = {"gemm", "attn", "mem",    "coll",
+                                                  "send", "recv", "barrier"};
+static const char *const ev_names[BE_NEVS] = {"forward", "backward", "tp",  "cp",
+                                              "ep",      "p2p",      "dp", "optimizer"};
+const char *be_op_kind_name(be_op_kind k) { return (unsigned)k < BE_NOPKINDS ? op_names[k] : "?"; }
+const char *be_ev_name(be_ev e) { return (unsigned)e < BE_NEVS ? ev_names[e] : "?"; }
+
+void be_plan_free(be_plan *bp) {
+  if (!bp) return;
+  for (int i = 0; i < bp->nranks; i++) free(bp->progs[i].ops);
+  for (int i = 0; i < bp->ngroups; i++) free(bp->groups[i].ranks);
+  free(bp->progs), free(bp->groups);
+  free(bp);
+}
+
+/* ---- the model and plan as run ------------------------------------------------------------ */
+
+static int shrink_model(spec_model *m, int w, pp_err *err) {
+  if (w <= 1) return PP_OK;
+  struct {
+    const char *field;
+    int *v;
+  } dims[] = {{"hidden", &m->hidden}, {"heads", &m->heads}, {"kv_heads", &m->kv_heads},
+              {"ffn_hidden", &m->ffn_hidden}};
+  for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+    if (*dims[i].v % w)
+      return pp_err_set(err, PP_INPUT, "--shrink %d: %s %d is not divisible by %d", w,
+                        dims[i].field, *dims[i].v, w);
+    *dims[i].v /= w;
+  }
+  m->vocab = (m->vocab + w - 1) / w;
+  return PP_OK;
+}
+
+/* Non-uniform plans at reduced depth: each stage keeps its share of the layers (>= 1). */
+static int rescale_stages(spec_plan *p, int full, int L, pp_err *err) {
+  if (L < p->nstages)
+    return pp_err_set(err, PP_INPUT, "--layers %d: the plan has %d stages", L, p->nstages);
+  int at = 0;
+  for (int i = 0; i < p->nstages; i++) {
+    spec_stage *st = &p->stages[i];
+    int left = p->nstages - i - 1;
+    int n = (int)lround((double)(st->layer_end - st->layer_begin) * L / full);
+    if (n < 1) n = 1;
+    if (n > L - at - left) n = L - at - left;
+    if (i == p->nstages - 1) n = L - at;
+    st->layer_begin = at, st->layer_end = at + n;
+    at += n;
+  }
+  return PP_OK;
+}
+
+/* ---- programs ----------------------------------------------------------------------------- */
+
+typedef struct lower {
+  be_plan *bp;
+  cm_model *cm;
+  const spec_layout *lay;
+  const spec_plan *p;
+  pp_err *err;
+  int rc;
+} lower;
+
+static int iceil(double x) { return x < 1 ? 1 : (int)ceil(x - 1e-9); }
+
+static void push(lower *L, be_prog *pg, be_op op) {
+  if (L->rc) return;
+  if (pg->nops == pg->cap) {
+    int cap = pg->cap ? 2 * pg->cap : 256;
+    be_op *o = realloc(pg->ops, (size_t)cap * sizeof *o);
+    if (!o) {
+      L->rc = pp_err_set(L->err, PP_NOMEM, "backend: out of memory (%d ops)", cap);
+      return;
+    }
+    pg->ops = o, pg->cap = cap;
+  }
+  be_plan *bp = L->bp;
+  double mk = (double)op.batch * op.m * op.k, kn = (double)op.batch * op.k * op.n,
+         mn = (double)op.batch * op.m * op.n;
+  if (op.kind == BE_OP_GEMM || op.kind == BE_OP_ATTN) {
+    double e = fmax(mk, fmax(op.kind == BE_OP_GEMM ? kn : (double)op.batch * op.n * op.k, mn));
+    if (e > bp->max_gemm_elems) bp->max_gemm_elems = e;
+    if (op.kind == BE_OP_ATTN && mn > bp->max_attn_elems) bp->max_attn_elems = mn;
+  }
+  if ((op.kind == BE_OP_COLL || op.kind == BE_OP_SEND || op.kind == BE_OP_RECV) &&
+      op.bytes > bp->max_msg_bytes)
+    bp->max_msg_bytes = op.bytes;
+  pg->ops[pg->nops++] = op;
+}
+
+static const be_ev coll_ev[SPEC_NGRPS] = {BE_EV_TP, BE_EV_CP, BE_EV_DP, BE_EV_EP, BE_EV_DP};
+
+/* The cost model's ops of one part, as this rank's ops. */
+static void part(lower *L, be_prog *pg, const spec_slot *sl, cm_part what, int fwd, int mb,
+                 int chunk, const int deg[4], int mbs, spec_recompute rc) {
+  cm_lop ops[CM_LOPS_MAX];
+  int n = cm_part_ops(L->cm, what, deg[0], deg[1], deg[2], mbs, L->p->sp, rc, fwd, ops);
+  be_ev ev = fwd ? BE_EV_FORWARD : BE_EV_BACKWARD;
+  for (int i = 0; i < n; i++) {
+    const cm_lop *o = &ops[i];
+    be_op b = {.ev = ev, .name = o->name, .mb = mb, .chunk = chunk, .recompute = o->recompute};
+    switch (o->kind) {
+    case CM_LOP_GEMM:
+    case CM_LOP_ATTN:
+      b.kind = o->kind == CM_LOP_GEMM ? BE_OP_GEMM : BE_OP_ATTN;
+      b.m = iceil(o->m), b.n = iceil(o->n), b.k = iceil(o->k), b.batch = iceil(o->batch);
+      b.causal = o->causal;
+      break;
+    case CM_LOP_MEM:
+      b.kind = BE_OP_MEM, b.bytes = o->bytes;
+      break;
+    case CM_LOP_COLL:
+      if (L->lay->groups[sl->group[o->group]].n <= 1) continue; /* a group of one: no-op */
+      b.kind = BE_OP_COLL, b.ev = coll_ev[o->group], b.coll = o->coll, b.bytes = o->bytes;
+      b.group = sl->group[o->group];
+      break;
+    }
+    push(L, pg, b);
+  }
+}
+
+static void p2p(lower *L, be_prog *pg, be_op_kind k, const int *gpus, int n, double bytes,
+                int mb, int chunk) {
+  for (int i = 0; i < n; i++)
+    push(L, pg, (be_op){.kind = k, .ev = BE_EV_P2P, .name = k == BE_OP_SEND ? "send" : "recv",
+                        .mb = mb, .chunk = chunk, .bytes = bytes,
+                        .peer = L->lay->slot_of_gpu[gpus[i]]});
+}
+
+static void coll(lower *L, be_prog *pg, be_ev ev, const char *name, int group, cm_coll c,
+                 double bytes) {
+  if (group < 0 || L->lay->groups[group].n <= 1 || bytes <= 0) return;
+  push(L, pg, (be_op){.kind = BE_OP_COLL, .ev = ev, .name = name, .mb = -1, .chunk = -1,
+                      .coll = c, .bytes = bytes, .group = group});
+}
+
+/* One rank's program: its schedule, then the data-parallel tail. */
+static void program(lower *L, int slot, spec_step *steps) {
+  const spec_layout *lay = L->lay;
+  const spec_plan *p = L->p;
+  const spec_model *m = &L->bp->model;
+  const spec_slot *sl = &lay->slots[slot];
+  be_prog *pg = &L->bp->progs[slot];
+  pg->rank = slot, pg->gpu = sl->gpu, pg->stage = sl->stage;
+  int uni = p->nstages == 0, P = lay->nstages, v = lay->vpp, r = sl->stage, nvs = P * v;
+  const spec_stage *st = uni ? NULL : &p->stages[r];
+  int deg[4] = {uni ? p->tp : st->tp, uni ? p->cp : st->cp, uni ? p->ep : st->ep,
+                uni ? p->dp : st->dp};
+  int mbs = uni ? p->mbs : p->gbs / p->microbatches / st->dp;
+  spec_recompute rc = uni ? p->recompute : st->recompute;
+  cm_layer_profile pr;
+  if (cm_layer_profile_get(L->cm, deg[0], deg[1], deg[2], deg[3], mbs, p->sp && deg[0] > 1, rc,
+                           &pr)) {
+    L->rc = pp_err_set(L->err, PP_PLAN, "backend: stage %d has no layer profile", r);
+    return;
+  }
+  double act = (double)p->gbs / lay->microbatches * m->seq_len * m->hidden * 2;
+  double in_b = uni ? pr.p2p_bytes : act / sl->prev_split;
+  double out_b = uni ? pr.p2p_bytes : act / sl->next_split;
+  int n = spec_schedule_steps(p->schedule, P, r, lay->microbatches, v, steps);
+  for (int i = 0; i < n && !L->rc; i++) {
+    spec_step s = steps[i];
+    int vs = s.chunk * P + r, first = vs == 0, last = vs == nvs - 1;
+    int layers = lay->layers[uni ? vs : r];
+    if (s.fwd) {
+      if (!first) p2p(L, pg, BE_OP_RECV, sl->prev, sl->nprev, in_b, s.mb, s.chunk);
+      if (first) part(L, pg, sl, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc);
+      for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 1, s.mb, s.chunk, deg, mbs, rc);
+      if (last) part(L, pg, sl, CM_PART_HEAD, 1, s.mb, s.chunk, deg, mbs, rc);
+      if (!last) p2p(L, pg, BE_OP_SEND, sl->next, sl->nnext, out_b, s.mb, s.chunk);
+    } else {
+      if (!last) p2p(L, pg, BE_OP_RECV, sl->next, sl->nnext, out_b, s.mb, s.chunk);
+      if (last) part(L, pg, sl, CM_PART_HEAD, 0, s.mb, s.chunk, deg, mbs, rc);
+      for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 0, s.mb, s.chunk, deg, mbs, rc);
+      if (first) part(L, pg, sl, CM_PART_EMBED, 0, s.mb, s.chunk, deg, mbs, rc);
+      if (!first) p2p(L, pg, BE_OP_SEND, sl->prev, sl->nprev, in_b, s.mb, s.chunk);
+    }
+  }
+  /* data-parallel tail: the parameters this rank holds, their gradients reduced over DP
+   * (experts over expert-DP), Adam on the shard, the shards gathered back under ZeRO */
+  double params = 0, expert = 0;
+  for (int j = r; j < nvs; j += P) {
+    int layers = lay->layers[uni ? j : r];
+    params += layers * pr.layer_params;
+    expert += layers * pr.layer_expert_params;
+    if (j == 0) params += pr.embed_params;
+    if (j == nvs - 1 && !(j == 0 && m->tied_embeddings)) params += pr.head_params;
+  }
+  const cm_params *prm = cm_model_params(L->cm);
+  double dense = params - expert;
+  int zero = p->zero >= 1, D = deg[1] * deg[3], ep = deg[2];
+  cm_coll red = zero ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
+  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_DP], red, dense * prm->grad_comm_bytes);
+  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_EDP], red, expert * prm->grad_comm_bytes);
+  double shard = zero ? dense / D + expert / ((double)D / ep) : params;
+  push(L, pg, (be_op){.kind = BE_OP_MEM, .ev = BE_EV_OPTIMIZER, .name = "adam", .mb = -1,
+                      .chunk = -1, .bytes = 30.0 * shard});
+  if (zero) coll(L, pg, BE_EV_DP, "params", sl->group[SPEC_GRP_DP], CM_ALL_GATHER, dense * 2);
+}
+
+int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
+             const be_lower_opts *o, be_plan **out, pp_err *err) {
+  *out = NULL;
+  be_lower_opts dflt = {0, 1};
+  if (!o) o = &dflt;
+  be_plan *bp = calloc(1, sizeof *bp);
+  spec_plan p;
+  memset(&p, 0, sizeof p);
+  spec_layout lay;
+  memset(&lay, 0, sizeof lay);
+  cm_model *cm = NULL;
+  spec_step *steps = NULL;
+  int rc = bp ? PP_OK : pp_err_set(err, PP_NOMEM, "backend: out of memory");
+  if (!rc) {
+    bp->model = *m0;
+    bp->layers_full = m0->layers;
+    bp->shrink = o->shrink > 1 ? o->shrink : 1;
+    bp->dtype = m0->dtype;
+    if (o->layers > 0 && o->layers > m0->layers)
+      rc = pp_err_set(err, PP_INPUT, "--layers %d: the model has %d", o->layers, m0->layers);
+  }
+  if (!rc) rc = shrink_model(&bp->model, bp->shrink, err);
+  if (!rc && o->layers > 0) bp->model.layers = o->layers;
+  if (!rc && (bp->model.layers != m0->layers || bp->shrink > 1)) { /* not the model itself */
+    char name[SPEC_NAME_MAX];
+    snprintf(name, sizeof name, "%.*s.l%d.w%d", SPEC_NAME_MAX - 24, m0->name, bp->model.layers,
+             bp->shrink);
+    memcpy(bp->model.name, name, sizeof name);
+  }
+  if (!rc) rc = spec_plan_copy(&p, p0, err);
+  if (!rc && p.nstages && o->layers > 0) rc = rescale_stages(&p, m0->layers, o->layers, err);
+  if (!rc && (o->layers > 0 || bp->shrink > 1) && spec_plan_validate(&p, &bp->model, c, err))
+    rc = pp_err_prefix(err, "reduced model (%d layers, width / %d)", bp->model.layers,
+                       bp->shrink);
+  if (!rc) rc = cm_model_create(&bp->model, c, NULL, &cm, err);
+  if (!rc) rc = spec_layout_build(&p, &bp->model, c->gpus, &lay, err);
+  cm_result res;
+  if (!rc) rc = cm_eval(cm, &p, &res, err);
+  if (!rc) {
+    bp->model_flops = res.model_flops;
+    bp->nranks = lay.nslots;
+    bp->ngroups = lay.ngroups;
+    bp->progs = calloc((size_t)lay.nslots, sizeof *bp->progs);
+    bp->groups = calloc((size_t)lay.ngroups, sizeof *bp->groups);
+    steps = malloc((size_t)2 * lay.microbatches * lay.vpp * sizeof *steps);
+    if (!bp->progs || !bp->groups || !steps) rc = pp_err_set(err, PP_NOMEM, "backend: out of memory");
+  }
+  for (int i = 0; !rc && i < lay.ngroups; i++) {
+    be_group *g = &bp->groups[i];
+    g->kind = lay.groups[i].kind, g->n = lay.groups[i].n;
+    g->ranks = malloc((size_t)g->n * sizeof *g->ranks);
+    if (!g->ranks) rc = pp_err_set(err, PP_NOMEM, "backend: out of memory");
+    for (int k = 0; !rc && k < g->n; k++) g->ranks[k] = lay.slot_of_gpu[lay.groups[i].gpus[k]];
+  }
+  if (!rc) {
+    lower L = {bp, cm, &lay, &p, err, 0};
+    for (int s = 0; s < lay.nslots && !L.rc; s++) program(&L, s, steps);
+    rc = L.rc;
+  }
+  free(steps);
+  spec_layout_free(&lay);
+  spec_plan_clear(&p);
+  cm_model_destroy(cm);
+  if (rc) be_plan_free(bp);
+  else *out = bp;
+  return rc;
+}

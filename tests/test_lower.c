@@ -1,0 +1,171 @@
+/* Lowering plans to per-rank programs: every message sent is received in the same order with
+ * the same size, every member of a group runs the same collectives in the same order, each
+ * rank runs every (microbatch, chunk) of its schedule forward and backward once, and the
+ * GEMM and attention FLOPs of all programs (recomputation aside) are the model FLOPs the
+ * cost model counts. Reduced runs (--layers, --shrink) and bad reductions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "podplan/be.h"
+
+static int lower(const char *model, int gpus, const char *plan, int layers, int shrink,
+                 be_plan **bp, cm_result *res, pp_err *err) {
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  memset(&p, 0, sizeof p);
+  cm_model *cm = NULL;
+  be_lower_opts o = {layers, shrink};
+  int rc = spec_model_load(model, &m, err) || spec_cluster_load("dgx-h100", gpus, &c, err) ||
+           spec_plan_parse(plan, &p, err) || spec_plan_resolve(&p, &m, &c, err);
+  if (!rc && res) rc = cm_model_create(&m, &c, NULL, &cm, err) || cm_eval(cm, &p, res, err);
+  if (!rc) rc = be_lower(&m, &c, &p, &o, bp, err);
+  cm_model_destroy(cm);
+  spec_plan_clear(&p);
+  return rc ? err->code : PP_OK;
+}
+
+/* Sends from a to b, in order, match b's receives from a. */
+static int p2p_matches(const be_plan *bp) {
+  int ok = 1;
+  for (int a = 0; a < bp->nranks && ok; a++)
+    for (int b = 0; b < bp->nranks && ok; b++) {
+      const be_prog *pa = &bp->progs[a], *pb = &bp->progs[b];
+      int i = 0, j = 0;
+      for (;;) {
+        while (i < pa->nops && !(pa->ops[i].kind == BE_OP_SEND && pa->ops[i].peer == b)) i++;
+        while (j < pb->nops && !(pb->ops[j].kind == BE_OP_RECV && pb->ops[j].peer == a)) j++;
+        if (i == pa->nops || j == pb->nops) {
+          ok &= i == pa->nops && j == pb->nops;
+          break;
+        }
+        ok &= pa->ops[i].bytes == pb->ops[j].bytes && pa->ops[i].mb == pb->ops[j].mb;
+        i++, j++;
+      }
+    }
+  return ok;
+}
+
+/* Every member of every group runs the same (collective, bytes) sequence on it. */
+static int colls_match(const be_plan *bp) {
+  for (int g = 0; g < bp->ngroups; g++) {
+    const be_group *grp = &bp->groups[g];
+    const be_prog *p0 = &bp->progs[grp->ranks[0]];
+    for (int k = 1; k < grp->n; k++) {
+      const be_prog *pk = &bp->progs[grp->ranks[k]];
+      int i = 0, j = 0;
+      for (;;) {
+        while (i < p0->nops && !(p0->ops[i].kind == BE_OP_COLL && p0->ops[i].group == g)) i++;
+        while (j < pk->nops && !(pk->ops[j].kind == BE_OP_COLL && pk->ops[j].group == g)) j++;
+        if (i == p0->nops || j == pk->nops) {
+          if (i != p0->nops || j != pk->nops) return 0;
+          break;
+        }
+        if (p0->ops[i].coll != pk->ops[j].coll || p0->ops[i].bytes != pk->ops[j].bytes) return 0;
+        i++, j++;
+      }
+    }
+  }
+  return 1;
+}
+
+static double flops(const be_op *o) {
+  if (o->kind == BE_OP_GEMM) return 2.0 * o->m * o->n * o->k * o->batch;
+  if (o->kind == BE_OP_ATTN) return 2.0 * o->m * o->n * o->k * o->batch * (o->causal ? 1 : 2);
+  return 0;
+}
+
+/* Forward and backward steps: each (mb, chunk) once in each direction per rank. */
+static int steps_once(const be_plan *bp, int mb, int v) {
+  int *seen = calloc((size_t)2 * mb * v, sizeof *seen), ok = 1;
+  for (int r = 0; r < bp->nranks && ok; r++) {
+    memset(seen, 0, (size_t)2 * mb * v * sizeof *seen);
+    const be_prog *pg = &bp->progs[r];
+    int prev = -1;
+    for (int i = 0; i < pg->nops; i++) {
+      const be_op *o = &pg->ops[i];
+      if (o->ev != BE_EV_FORWARD && o->ev != BE_EV_BACKWARD) continue;
+      int key = (o->ev == BE_EV_FORWARD) * mb * v + o->mb * v + o->chunk;
+      if (key != prev) seen[key]++;
+      prev = key;
+    }
+    for (int k = 0; k < 2 * mb * v; k++) ok &= seen[k] == 1;
+  }
+  free(seen);
+  return ok;
+}
+
+static void plans(void) {
+  struct {
+    const char *model, *plan;
+    int gpus, mb, v;
+  } cases[] = {
+      {"gpt3-1.3b", "tp=2,dp=2,mbs=1,gbs=8", 4, 4, 1},
+      {"gpt3-1.3b", "pp=2,dp=2,mbs=1,gbs=8", 4, 4, 1},
+      {"gpt3-1.3b", "pp=4,mbs=1,gbs=8", 4, 8, 1},
+      {"gpt3-1.3b", "pp=4,vpp=2,mbs=1,gbs=8", 4, 8, 2},
+      {"gpt3-1.3b", "pp=4,mbs=2,gbs=8,schedule=gpipe,recompute=full", 4, 4, 1},
+      {"llama3-8b", "tp=2,cp=2,pp=2,mbs=1,gbs=8,sp=1,recompute=selective,zero=1", 8, 8, 1},
+      {"mixtral-8x7b", "tp=2,ep=4,mbs=1,gbs=8,sp=1", 8, 2, 1},
+      {"gpt3-1.3b",
+       "{\"gbs\":16,\"microbatches\":8,\"stages\":[{\"layers\":[0,10],\"gpus\":[0,1],\"tp\":2},"
+       "{\"layers\":[10,24],\"gpus\":[4,5,6,7],\"tp\":2,\"dp\":2}]}",
+       8, 8, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    be_plan *bp = NULL;
+    cm_result res;
+    pp_err err = {0};
+    int rc = lower(cases[i].model, cases[i].gpus, cases[i].plan, 0, 1, &bp, &res, &err);
+    if (rc) fprintf(stderr, "%s: %s\n", cases[i].plan, err.msg);
+    CHECK_EQ(rc, PP_OK);
+    if (rc) continue;
+    CHECK(p2p_matches(bp));
+    CHECK(colls_match(bp));
+    CHECK(steps_once(bp, cases[i].mb, cases[i].v));
+    double total = 0;
+    for (int r = 0; r < bp->nranks; r++)
+      for (int k = 0; k < bp->progs[r].nops; k++)
+        if (!bp->progs[r].ops[k].recompute) total += flops(&bp->progs[r].ops[k]);
+    /* 6N also counts the norms' and biases' parameters, which no GEMM multiplies (~1e-4);
+     * integer shapes round fractional expert token counts up */
+    CHECK_NEAR(total, res.model_flops, strstr(cases[i].model, "mixtral") ? 0.02 : 1e-3);
+    CHECK_NEAR(bp->model_flops, res.model_flops, 1e-9);
+    CHECK(bp->max_gemm_elems > 0 && bp->max_msg_bytes > 0);
+    /* the tail: DP groups of more than one reduce their gradients last but the optimizer */
+    const be_prog *pg = &bp->progs[0];
+    CHECK_EQ(pg->ops[pg->nops - 1].ev == BE_EV_OPTIMIZER || pg->ops[pg->nops - 1].ev == BE_EV_DP, 1);
+    be_plan_free(bp);
+  }
+}
+
+static void reduced(void) {
+  be_plan *bp = NULL;
+  pp_err err = {0};
+  CHECK_EQ(lower("gpt3-1.3b", 4, "pp=2,tp=2,mbs=1,gbs=4", 4, 8, &bp, NULL, &err), PP_OK);
+  if (bp) {
+    CHECK_EQ(bp->model.layers, 4);
+    CHECK_EQ(bp->layers_full, 24);
+    CHECK_EQ(bp->model.hidden, 256);
+    CHECK_EQ(bp->model.heads, 4);
+    CHECK_STREQ(bp->model.name, "gpt3-1.3b.l4.w8");
+    CHECK(p2p_matches(bp) && colls_match(bp));
+    be_plan_free(bp);
+  }
+  CHECK_EQ(lower("gpt3-1.3b", 4, "tp=2,dp=2,mbs=1,gbs=4", 0, 3, &bp, NULL, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "--shrink 3: hidden 2048 is not divisible by 3");
+  CHECK_EQ(lower("gpt3-1.3b", 4, "tp=2,dp=2,mbs=1,gbs=4", 30, 1, &bp, NULL, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "--layers 30: the model has 24");
+  /* width 1/32 leaves 1 head: tp=2 no longer divides it */
+  CHECK_EQ(lower("gpt3-1.3b", 4, "tp=2,dp=2,mbs=1,gbs=4", 0, 32, &bp, NULL, &err), PP_PLAN);
+  CHECK_CONTAINS(err.msg, "tp divides heads");
+  CHECK_EQ(lower("gpt3-1.3b", 4, "pp=4,mbs=1,gbs=4", 2, 1, &bp, NULL, &err), PP_PLAN);
+}
+
+int main(void) {
+  plans();
+  reduced();
+  return check_status();
+}
