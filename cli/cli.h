@@ -54,6 +54,9 @@ json_t *cli_breakdown_json(const cm_breakdown *t);
  * database at path db; fills sc's ids. */
 int cli_save_score(const char *db, const spec_model *m, const spec_cluster *c,
                    const spec_plan *p, store_score *sc, pp_err *err);
+/* This process's rank as mpirun/srun tell it before MPI starts (0 when not launched): errors
+ * every rank would find are printed by rank 0 only. */
+int cli_launcher_rank(void);
 /* For subcommands a later issue implements: -h prints usage and exits 0, anything else
  * says "not implemented yet" and exits 2. */
 int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);

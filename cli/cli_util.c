@@ -97,3 +97,13 @@ int cli_save_score(const char *db, const spec_model *m, const spec_cluster *c,
   store_close(s); /* rolls back what was not committed */
   return rc;
 }
+
+int cli_launcher_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                     "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return atoi(v);
+  }
+  return 0;
+}

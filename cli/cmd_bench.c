@@ -79,6 +79,17 @@ typedef struct bench_env {
 static int env_open(const bench_opts *o, bench_env *e, double gemm_elems, double attn_elems,
                     double msg_bytes, int group_of_all) {
   pp_err err = {0};
+  /* bad input every rank would see is reported once, before MPI starts */
+  int lrank = cli_launcher_rank();
+  if (o->cluster && spec_cluster_load(o->cluster, o->gpus, &e->cl, &err))
+    return lrank == 0 ? cli_fail(CMD, &err) : 2;
+  e->have_cluster = o->cluster != NULL;
+  e->dv = be_device_find(o->device);
+  if (!e->dv) {
+    pp_err_set(&err, PP_USAGE, "--device: '%s' is not one of this build's devices (%s)",
+               o->device, be_device_names());
+    return lrank == 0 ? cli_fail(CMD, &err) : 2;
+  }
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
@@ -88,15 +99,6 @@ static int env_open(const bench_opts *o, bench_env *e, double gemm_elems, double
   e->inited = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &e->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &e->nranks);
-  if (o->cluster && spec_cluster_load(o->cluster, o->gpus, &e->cl, &err))
-    return e->rank == 0 ? cli_fail(CMD, &err) : 2;
-  e->have_cluster = o->cluster != NULL;
-  e->dv = be_device_find(o->device);
-  if (!e->dv) {
-    pp_err_set(&err, PP_USAGE, "--device: '%s' is not one of this build's devices (%s)",
-               o->device, be_device_names());
-    return e->rank == 0 ? cli_fail(CMD, &err) : 2;
-  }
   e->world_group.kind = SPEC_GRP_DP;
   e->world_group.n = e->nranks;
   e->world_group.ranks = malloc((size_t)e->nranks * sizeof(int));

@@ -383,15 +383,7 @@ int cmd_run(int argc, char **argv) {
                 .verify = 1, .inject_rank = -1};
   int rc = parse(argc, argv, &o);
   if (rc) return rc < 0 ? 0 : rc;
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
-    fprintf(stderr, "podplan run: MPI_Init failed\n");
-    return 1;
-  }
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  /* what every rank would find wrong is found before MPI starts, and said once */
   pp_err err = {0};
   spec_model m;
   spec_cluster c;
@@ -401,22 +393,28 @@ int cmd_run(int argc, char **argv) {
   const be_device *dv = be_device_find(o.device);
   be_exec_result r = {0};
   gathered g = {0};
+  int rank = cli_launcher_rank(), nranks = 1;
   if (!dv) {
     pp_err_set(&err, PP_USAGE, "--device: '%s' is not one of this build's devices (%s)",
                o.device, be_device_names());
-    rc = fail_once(rank, &err);
-    goto done;
+    return fail_once(rank, &err);
   }
-  if (load(&o, &m, &c, &p, &err)) {
-    rc = fail_once(rank, &err);
-    goto done;
-  }
+  if (load(&o, &m, &c, &p, &err)) return fail_once(rank, &err);
   be_lower_opts lo = {o.layers, o.shrink};
   if (be_lower(&m, &c, &p, &lo, &bp, &err)) {
-    rc = fail_once(rank, &err);
     spec_plan_clear(&p);
-    goto done;
+    return fail_once(rank, &err);
   }
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+    fprintf(stderr, "podplan run: MPI_Init failed\n");
+    be_plan_free(bp);
+    spec_plan_clear(&p);
+    return 1;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (bp->nranks != nranks) {
     pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this job has %d (mpirun -n %d podplan "
                "run ...)", bp->nranks, nranks, bp->nranks);
@@ -460,7 +458,6 @@ cleanup:
   gathered_free(&g);
   be_plan_free(bp);
   spec_plan_clear(&p);
-done:
   MPI_Finalize();
   return rc;
 }

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   }
 
   struct {
-    char *args[10];
+    char *args[14];
     const char *msg;
   } bad[] = {
       {{"frobnicate", NULL}, "unknown command 'frobnicate'"},
@@ -71,6 +71,10 @@ int main(int argc, char **argv) {
         NULL},
        "--inject: 'boom:1' is not fail:RANK or hang:RANK"},
       {{"bench", NULL}, "name a benchmark: gemm or coll"},
+      {{"bench", "gemm", "--device", "tpu", NULL}, "--device: 'tpu' is not one of this build"},
+      {{"run", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "1", "--plan",
+        "tp=1,gbs=1", "--layers", "99", NULL},
+       "--layers 99: the model has 24"},
       {{"bench", "fft", NULL}, "unknown benchmark 'fft' (gemm or coll)"},
       {{"bench", "gemm", "--shapes", "12x12", NULL}, "--shapes: '12x12' is not MxNxK"},
       {{"bench", "coll", "-b", "lots", NULL}, "-b: 'lots' is not a size"},
@@ -80,7 +84,7 @@ int main(int argc, char **argv) {
       {{"check", "-x", NULL}, "unknown option '-x'"},
   };
   for (size_t i = 0; i < N(bad); i++) {
-    char *a[12] = {bin};
+    char *a[16] = {bin};
     for (int k = 0; bad[i].args[k]; k++) a[k + 1] = bad[i].args[k];
     tu_exec(a, &r);
     CHECK_EQ(r.status, 2);
