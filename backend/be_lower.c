@@ -174,7 +174,7 @@ static void program(lower *L, int slot, spec_step *steps) {
   for (int i = 0; i < n && !L->rc; i++) {
     spec_step s = steps[i];
     int vs = s.chunk * P + r, first = vs == 0, last = vs == nvs - 1;
-    int layers = lay->layers[uni ? vs : r];
+    int layers = lay->layers[vs]; /* non-uniform: vs == r */
     if (s.fwd) {
       if (!first) p2p(L, pg, BE_OP_RECV, sl->prev, sl->nprev, in_b, s.mb, s.chunk);
       if (first) part(L, pg, sl, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc);
@@ -191,24 +191,13 @@ static void program(lower *L, int slot, spec_step *steps) {
   }
   /* data-parallel tail: the parameters this rank holds, their gradients reduced over DP
    * (experts over expert-DP), Adam on the shard, the shards gathered back under ZeRO */
-  double params = 0, expert = 0;
-  for (int j = r; j < nvs; j += P) {
-    int layers = lay->layers[uni ? j : r];
-    params += layers * pr.layer_params;
-    expert += layers * pr.layer_expert_params;
-    if (j == 0) params += pr.embed_params;
-    if (j == nvs - 1 && !(j == 0 && m->tied_embeddings)) params += pr.head_params;
-  }
-  const cm_params *prm = cm_model_params(L->cm);
-  double dense = params - expert;
-  int zero = p->zero >= 1, D = deg[1] * deg[3], ep = deg[2];
-  cm_coll red = zero ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
-  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_DP], red, dense * prm->grad_comm_bytes);
-  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_EDP], red, expert * prm->grad_comm_bytes);
-  double shard = zero ? dense / D + expert / ((double)D / ep) : params;
+  cm_tail tail;
+  cm_dp_tail(L->cm, &pr, lay->layers, r, P, nvs, deg[1] * deg[3], deg[2], p->zero >= 1, &tail);
+  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_DP], tail.reduce, tail.dense_grad_bytes);
+  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_EDP], tail.reduce, tail.expert_grad_bytes);
   push(L, pg, (be_op){.kind = BE_OP_MEM, .ev = BE_EV_OPTIMIZER, .name = "adam", .mb = -1,
-                      .chunk = -1, .bytes = 30.0 * shard});
-  if (zero) coll(L, pg, BE_EV_DP, "params", sl->group[SPEC_GRP_DP], CM_ALL_GATHER, dense * 2);
+                      .chunk = -1, .bytes = CM_ADAM_BYTES_PER_PARAM * tail.shard_params});
+  coll(L, pg, BE_EV_DP, "params", sl->group[SPEC_GRP_DP], CM_ALL_GATHER, tail.gather_bytes);
 }
 
 int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,

@@ -50,10 +50,12 @@ int cli_load_specs(const char *cmd, const char *model, const char *cluster, int 
                    const char *plan, spec_model *m, spec_cluster *c, spec_plan *p);
 /* The breakdown keys of design.md section 10 (compute_s ... optimizer_s) as a new object. */
 json_t *cli_breakdown_json(const cm_breakdown *t);
-/* Stores model, cluster, plan (once, by hash) and the score sc in one transaction of the
- * database at path db; fills sc's ids. */
-int cli_save_score(const char *db, const spec_model *m, const spec_cluster *c,
-                   const spec_plan *p, store_score *sc, pp_err *err);
+/* One transaction on the database at path db: the cluster (when c), the model, plan and
+ * score sc with its breakdown (when sc; breakdown is consumed), and n measurements tied to
+ * the cluster (added: how many were new). Specs and plans are stored once, by hash. */
+int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
+             store_score *sc, json_t *breakdown, store_measurement *ms, size_t n,
+             size_t *added, pp_err *err);
 /* This process's rank as mpirun/srun tell it before MPI starts (0 when not launched): errors
  * every rank would find are printed by rank 0 only. */
 int cli_launcher_rank(void);

@@ -121,20 +121,6 @@ static void env_close(bench_env *e, int failed) {
   if (e->inited) MPI_Finalize();
 }
 
-static int store_rows(const bench_opts *o, const bench_env *e, store_measurement *ms, size_t n,
-                      size_t *added, pp_err *err) {
-  store *s = NULL;
-  int64_t cid = 0;
-  int rc = store_open(o->db, NULL, &s, err);
-  if (!rc) rc = store_begin(s, err);
-  if (!rc && e->have_cluster) rc = store_put_cluster(s, &e->cl, &cid, err);
-  for (size_t i = 0; i < n; i++) ms[i].cluster_id = cid;
-  if (!rc) rc = store_put_measurements(s, ms, n, added, err);
-  if (!rc) rc = store_commit(s, err);
-  store_close(s);
-  return rc;
-}
-
 /* ---- gemm -------------------------------------------------------------------------------- */
 
 typedef struct shape3 {
@@ -207,7 +193,8 @@ static int bench_gemm(const bench_opts *o) {
   }
   size_t added = 0;
   if (!rc && (!ms || !shape_json || !tflops || !secs)) rc = pp_err_set(&err, PP_NOMEM, "bench: out of memory");
-  if (!rc) rc = store_rows(o, &e, ms, (size_t)ns, &added, &err);
+  if (!rc) rc = cli_save(o->db, NULL, e.have_cluster ? &e.cl : NULL, NULL, NULL, NULL, ms,
+                             (size_t)ns, &added, &err);
   if (rc) {
     cli_fail(CMD, &err);
   } else if (o->json) {
@@ -241,16 +228,6 @@ static int bench_gemm(const bench_opts *o) {
 
 /* ---- coll -------------------------------------------------------------------------------- */
 
-static const struct {
-  const char *name;
-  cm_coll c;
-  const char *redop;
-} coll_ops[] = {
-    {"all_reduce", CM_ALL_REDUCE, "sum"},         {"all_gather", CM_ALL_GATHER, "none"},
-    {"reduce_scatter", CM_REDUCE_SCATTER, "sum"}, {"alltoall", CM_ALL_TO_ALL, "none"},
-    {"broadcast", CM_BROADCAST, "none"},          {"sendrecv", CM_SEND_RECV, "none"},
-};
-
 /* One size: `runs` collectives between marks; returns the mean time (slowest rank). */
 static int time_coll(bench_env *e, cm_coll c, double bytes, int runs, double *mean, pp_err *err) {
   double t[2];
@@ -267,12 +244,13 @@ static int time_coll(bench_env *e, cm_coll c, double bytes, int runs, double *me
 }
 
 static int bench_coll(const bench_opts *o) {
-  int oi = -1;
-  for (size_t i = 0; i < sizeof coll_ops / sizeof coll_ops[0]; i++)
-    if (strcmp(o->op, coll_ops[i].name) == 0) oi = (int)i;
-  if (oi < 0) return cli_usage_error(CMD, "--op: unknown collective '%s'", o->op);
+  int ci = -1;
+  for (int i = 0; i < CM_NCOLLS; i++)
+    if (strcmp(o->op, cm_coll_name((cm_coll)i)) == 0) ci = i;
+  if (ci < 0) return cli_usage_error(CMD, "--op: unknown collective '%s'", o->op);
   if (o->min_b > o->max_b) return cli_usage_error(CMD, "-b is larger than -e");
-  cm_coll c = coll_ops[oi].c;
+  cm_coll c = (cm_coll)ci;
+  const char *redop = c == CM_ALL_REDUCE || c == CM_REDUCE_SCATTER ? "sum" : "none";
   bench_env e = {0};
   int rc = env_open(o, &e, 0, 0, o->max_b, 1);
   if (rc) {
@@ -336,7 +314,7 @@ static int bench_coll(const bench_opts *o) {
     double f = cm_coll_busbw_factor(c, n), alg1 = bytes / t1 / 1e9, alg2 = bytes / t2 / 1e9;
     if (e.rank == 0)
       printf(" %11.0f %12.0f %8s %6s %6d %8.2f %7.2f %7.2f %6d %8.2f %7.2f %7.2f %6d\n", bytes,
-             count, "float", coll_ops[oi].redop, c == CM_BROADCAST ? 0 : -1, t1 * 1e6, alg1,
+             count, "float", redop, c == CM_BROADCAST ? 0 : -1, t1 * 1e6, alg1,
              alg1 * f, wrong, t2 * 1e6, alg2, alg2 * f, wrong);
     sum_bus += alg1 * f + alg2 * f;
     for (int k = 0; k < 2; k++)
@@ -353,7 +331,8 @@ static int bench_coll(const bench_opts *o) {
   if (!rc && e.rank == 0) {
     printf("# Out of bounds values : %d %s\n", nerr, nerr ? "FAILED" : "OK");
     printf("# Avg bus bandwidth    : %g \n#\n", rows ? sum_bus / (2 * rows) : 0);
-    rc = store_rows(o, &e, ms, (size_t)rows * 2, &added, &err);
+    rc = cli_save(o->db, NULL, e.have_cluster ? &e.cl : NULL, NULL, NULL, NULL, ms,
+                  (size_t)rows * 2, &added, &err);
     if (!rc) printf("# %zu measurements stored in %s (run %s)\n", added, o->db, run_key);
   }
   if (rc) cli_fail(CMD, &err);

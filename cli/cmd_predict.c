@@ -92,13 +92,7 @@ static int save_score(const char *db, const spec_model *m, const spec_cluster *c
   store_score sc = {.source = STORE_SRC_COSTMODEL, .iter_time_s = r->iter_time_s,
                     .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
                     .mem_gib = r->mem_gib_per_gpu, .feasible = r->feasible};
-  json_t *bd = cli_breakdown_json(&r->t);
-  char *bds = json_dumps(bd, JSON_COMPACT);
-  json_decref(bd);
-  sc.breakdown_json = bds;
-  int rc = cli_save_score(db, m, c, p, &sc, err);
-  free(bds);
-  return rc;
+  return cli_save(db, m, c, p, &sc, cli_breakdown_json(&r->t), NULL, 0, NULL, err);
 }
 
 int cmd_predict(int argc, char **argv) {

@@ -143,10 +143,11 @@ typedef struct gathered {
   int *nops, *displ;    /* per rank */
   double *op_s, *start; /* all ranks' ops, concatenated; start has nops + 1 per rank */
   double *iter_s;       /* [rank * iters + it] */
+  double *job_s;        /* per iteration: the slowest rank's time */
 } gathered;
 
 static void gathered_free(gathered *g) {
-  free(g->nops), free(g->displ), free(g->op_s), free(g->start), free(g->iter_s);
+  free(g->nops), free(g->displ), free(g->op_s), free(g->start), free(g->iter_s), free(g->job_s);
   memset(g, 0, sizeof *g);
 }
 
@@ -161,7 +162,8 @@ static int gather(const be_exec_result *r, int rank, int nranks, gathered *g, pp
     cnt1 = malloc((size_t)nranks * sizeof *cnt1);
     displ1 = malloc((size_t)nranks * sizeof *displ1);
     g->iter_s = malloc((size_t)nranks * r->iters * sizeof *g->iter_s);
-    bad = !g->nops || !g->displ || !cnt1 || !displ1 || !g->iter_s;
+    g->job_s = calloc((size_t)r->iters, sizeof *g->job_s);
+    bad = !g->nops || !g->displ || !cnt1 || !displ1 || !g->iter_s || !g->job_s;
   }
   MPI_Gather(&r->nops, 1, MPI_INT, g->nops, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank == 0 && !bad) {
@@ -185,6 +187,9 @@ static int gather(const be_exec_result *r, int rank, int nranks, gathered *g, pp
               MPI_COMM_WORLD);
   MPI_Gather(r->iter_s, r->iters, MPI_DOUBLE, g->iter_s, r->iters, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);
+  for (int it = 0; rank == 0 && it < r->iters; it++)
+    for (int i = 0; i < nranks; i++)
+      if (g->iter_s[i * r->iters + it] > g->job_s[it]) g->job_s[it] = g->iter_s[i * r->iters + it];
   free(cnt1), free(displ1);
   return PP_OK;
 }
@@ -193,9 +198,7 @@ static int gather(const be_exec_result *r, int rank, int nranks, gathered *g, pp
 static void iter_stats(const gathered *g, double *mean, double *lo, double *hi, int *slow) {
   *mean = 0, *lo = 1e300, *hi = 0, *slow = 0;
   for (int it = 0; it < g->iters; it++) {
-    double t = 0;
-    for (int r = 0; r < g->nranks; r++)
-      if (g->iter_s[r * g->iters + it] > t) t = g->iter_s[r * g->iters + it];
+    double t = g->job_s[it];
     *mean += t / g->iters;
     if (t < *lo) *lo = t;
     if (t > *hi) *hi = t;
@@ -255,41 +258,27 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
       n++;
     }
   size_t nops_rows = n;
-  for (int it = 0; it < g->iters; it++) {
-    double t = 0;
-    for (int r = 0; r < g->nranks; r++)
-      if (g->iter_s[r * g->iters + it] > t) t = g->iter_s[r * g->iters + it];
+  for (int it = 0; it < g->iters; it++)
     ms[n++] = (store_measurement){.run_key = run_key, .seq = (int)(nops_rows + it), .kind = "iter",
-                                  .name = "iteration", .device = o->device, .time_s = t,
-                                  .ranks = g->nranks, .source = "podplan run"};
-  }
-  json_t *bd = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:i,s:i,s:i,s:s}", "compute_s",
-                         kinds[BE_EV_FORWARD] + kinds[BE_EV_BACKWARD], "tp_comm_s",
-                         kinds[BE_EV_TP], "cp_comm_s", kinds[BE_EV_CP], "ep_comm_s",
-                         kinds[BE_EV_EP], "pp_bubble_s", 0.0, "pp_p2p_s", kinds[BE_EV_P2P],
-                         "dp_comm_s", kinds[BE_EV_DP], "optimizer_s", kinds[BE_EV_OPTIMIZER],
-                         "device", o->device, "layers_run", bp->model.layers, "shrink",
-                         bp->shrink, "ranks", bp->nranks, "run_key", run_key);
-  char *bds = json_dumps(bd, JSON_COMPACT);
-  json_decref(bd);
+                                  .name = "iteration", .device = o->device,
+                                  .time_s = g->job_s[it], .ranks = g->nranks,
+                                  .source = "podplan run"};
+  cm_breakdown t = {.compute_s = kinds[BE_EV_FORWARD] + kinds[BE_EV_BACKWARD],
+                    .tp_comm_s = kinds[BE_EV_TP], .cp_comm_s = kinds[BE_EV_CP],
+                    .ep_comm_s = kinds[BE_EV_EP], .pp_p2p_s = kinds[BE_EV_P2P],
+                    .dp_comm_s = kinds[BE_EV_DP], .optimizer_s = kinds[BE_EV_OPTIMIZER]};
+  json_t *bd = cli_breakdown_json(&t);
+  json_object_update_new(bd, json_pack("{s:s,s:i,s:i,s:i,s:s}", "device", o->device,
+                                       "layers_run", bp->model.layers, "shrink", bp->shrink,
+                                       "ranks", bp->nranks, "run_key", run_key));
   double tokens = (double)p->gbs * bp->model.seq_len;
   store_score sc = {.source = STORE_SRC_BACKEND, .iter_time_s = iter,
-                    .tokens_per_s = tokens / iter, .feasible = 1, .breakdown_json = bds};
-  store *s = NULL;
-  int rc = store_open(o->db, NULL, &s, err);
-  if (!rc) rc = store_begin(s, err);
-  if (!rc) rc = store_put_model(s, &bp->model, &sc.model_id, err);
-  if (!rc) rc = store_put_cluster(s, c, &sc.cluster_id, err);
-  if (!rc) rc = store_put_plan(s, p, &sc.plan_id, err);
-  if (!rc) rc = store_put_score(s, &sc, NULL, err);
-  for (size_t i = 0; i < n; i++) ms[i].cluster_id = sc.cluster_id;
+                    .tokens_per_s = tokens / iter, .feasible = 1};
   size_t added = 0;
-  if (!rc) rc = store_put_measurements(s, ms, n, &added, err);
-  if (!rc) rc = store_commit(s, err);
-  store_close(s);
+  int rc = cli_save(o->db, &bp->model, c, p, &sc, bd, ms, n, &added, err);
   *stored = (int)added;
   for (size_t i = 0; i < nops_rows; i++) free(shapes[i]);
-  free(shapes), free(ms), free(bds);
+  free(shapes), free(ms);
   return rc;
 }
 

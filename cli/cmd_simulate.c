@@ -66,14 +66,10 @@ static int save(const char *db, const spec_model *m, const spec_cluster *c, cons
   /* how the simulation ran, so a stored score says what produced it */
   json_object_set_new(bd, "sim_wall_s", json_real(r->sim_wall_s));
   json_object_set_new(bd, "messages", json_integer((json_int_t)r->messages));
-  char *bds = json_dumps(bd, JSON_COMPACT);
-  json_decref(bd);
   store_score sc = {.source = STORE_SRC_SIM, .iter_time_s = r->iter_time_s,
                     .tokens_per_s = tokens_per_s, .mfu = mfu, .mem_gib = pr->mem_gib_per_gpu,
-                    .feasible = pr->feasible, .breakdown_json = bds};
-  int rc = cli_save_score(db, m, c, p, &sc, err);
-  free(bds);
-  return rc;
+                    .feasible = pr->feasible};
+  return cli_save(db, m, c, p, &sc, bd, NULL, 0, NULL, err);
 }
 
 int cmd_simulate(int argc, char **argv) {

@@ -134,9 +134,25 @@ static const cm__layer_entry *layer_costs(const cm_model *cm, const cm__cfg *g) 
   return e;
 }
 
+void cm_dp_tail(const cm_model *cm, const cm_layer_profile *pr, const int *layers, int r, int P,
+                int nvs, int dpcp, int ep, int zero, cm_tail *out) {
+  double params = 0, expert = 0;
+  for (int j = r; j < nvs; j += P) {
+    params += layers[j] * pr->layer_params;
+    expert += layers[j] * pr->layer_expert_params;
+    if (j == 0) params += pr->embed_params;
+    if (j == nvs - 1 && !(j == 0 && cm->m.tied_embeddings)) params += pr->head_params;
+  }
+  double dense = params - expert, gb = cm->p.grad_comm_bytes;
+  out->reduce = zero ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
+  out->dense_grad_bytes = dense * gb;
+  out->expert_grad_bytes = expert * gb;
+  out->shard_params = zero ? dense / dpcp + expert / ((double)dpcp / ep) : params;
+  out->gather_bytes = zero ? dense * cm->act_bytes : 0;
+}
+
 double cm_optimizer_time(const cm_model *cm, double params) {
-  /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
-  return cm__mem_time(cm, 30.0 * params);
+  return cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * params);
 }
 
 static void make_cfg(const cm_model *cm, cm__cfg *g, int tp, int cp, int dp, int ep, int mbs,

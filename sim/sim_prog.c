@@ -431,15 +431,9 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
     }
   }
   /* the data-parallel tail */
-  double params = 0, expert = 0;
-  for (int j = r; j < nvs; j += P) {
-    params += gp->counts[j] * pr->layer_params;
-    expert += gp->counts[j] * pr->layer_expert_params;
-    if (j == 0) params += pr->embed_params;
-    if (j == nvs - 1 && !(j == 0 && L->m->tied_embeddings)) params += pr->head_params;
-  }
-  double dense = params - expert, gb = prm->grad_comm_bytes, ab = 2;
-  int zero = gp->zero >= 3 ? 1 : gp->zero, D = gp->dp * gp->cp;
+  int D = gp->dp * gp->cp;
+  cm_tail tail;
+  cm_dp_tail(w->cm, pr, gp->counts, r, P, nvs, D, gp->ep, gp->zero >= 1, &tail);
   sim__prog *pg = &w->prog[g];
   int async_at = -1;
   if (dp_async)
@@ -447,22 +441,21 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
       if (pg->ops[k].kind == SIM__OP_ASYNC) async_at = k;
   int tail_start = pg->n;
   emit_begin(L, g, SIM_EV_DP, -1, 0);
-  cm_coll red = zero ? CM_REDUCE_SCATTER : CM_ALL_REDUCE;
-  if (D > 1) emit_coll(L, g, gp->gdp, red, dense * gb);
-  if (expert > 0 && D / gp->ep > 1) emit_coll(L, g, gp->gedp, red, expert * gb);
+  if (D > 1) emit_coll(L, g, gp->gdp, tail.reduce, tail.dense_grad_bytes);
+  if (tail.expert_grad_bytes > 0 && D / gp->ep > 1)
+    emit_coll(L, g, gp->gedp, tail.reduce, tail.expert_grad_bytes);
   emit_end(L, g);
   int tail_end = pg->n;
   if (async_at >= 0) {
     pg->ops[async_at].a = tail_start, pg->ops[async_at].b = tail_end;
     emit(L, g, (sim__op){.kind = SIM__OP_JOIN});
   }
-  double shard = zero ? dense / D + expert / ((double)D / gp->ep) : params;
   emit_begin(L, g, SIM_EV_OPTIMIZER, -1, 0);
-  emit_sleep(L, g, cm_optimizer_time(w->cm, shard));
+  emit_sleep(L, g, cm_optimizer_time(w->cm, tail.shard_params));
   emit_end(L, g);
-  if (zero && D > 1 && !prm->overlap_param_gather) {
+  if (tail.gather_bytes > 0 && D > 1 && !prm->overlap_param_gather) {
     emit_begin(L, g, SIM_EV_DP, -1, 0);
-    emit_coll(L, g, gp->gdp, CM_ALL_GATHER, dense * ab);
+    emit_coll(L, g, gp->gdp, CM_ALL_GATHER, tail.gather_bytes);
     emit_end(L, g);
   }
 }

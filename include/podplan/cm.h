@@ -238,6 +238,23 @@ typedef struct cm_layer_profile {
 } cm_layer_profile;
 int cm_layer_profile_get(cm_model *cm, int tp, int cp, int ep, int dp, int mbs, int sp,
                          spec_recompute rc, cm_layer_profile *out);
+/* The data-parallel tail of one pipeline rank (the simulator and the backend run it): the
+ * parameters it holds over its virtual stages r, r+P, ... < nvs (layers[j] layers each; the
+ * embedding on stage 0, the LM head on the last), their gradients reduced over the DP group
+ * (experts over expert-DP), the shard Adam updates, and what ZeRO gathers back after. */
+typedef struct cm_tail {
+  cm_coll reduce;           /* reduce-scatter under ZeRO >= 1, else all-reduce */
+  double dense_grad_bytes;  /* over the DP group (dp * cp ranks) */
+  double expert_grad_bytes; /* over the expert-DP group */
+  double shard_params;      /* parameters of this rank's optimizer step */
+  double gather_bytes;      /* ZeRO >= 1: parameters all-gathered after the step */
+} cm_tail;
+void cm_dp_tail(const cm_model *cm, const cm_layer_profile *pr, const int *layers, int r, int P,
+                int nvs, int dpcp, int ep, int zero, cm_tail *out);
+
+/* Bytes Adam moves per parameter: reads weight, gradient, m, v (fp32); writes weight, m, v and
+ * the bf16 copy. */
+#define CM_ADAM_BYTES_PER_PARAM 30.0
 /* Optimizer step time for `params` parameters held by one GPU (Adam, fp32 master weights). */
 double cm_optimizer_time(const cm_model *cm, double params);
 
