@@ -276,6 +276,9 @@ char *spec_plan_json(const spec_plan *p) {
   json_t *o = json_object();
   unsigned var = p->nstages ? V_STAGES : V_UNIFORM;
   spec__emit(o, plan_fields, NPLAN, p, var);
+  /* an unresolved dp (0: derive from the cluster) is left out, as in the string form, so
+   * that the JSON parses back to the same plan */
+  if (!p->nstages && p->dp == 0) json_object_del(o, "dp");
   if (p->nstages) {
     json_t *arr = json_array();
     for (int i = 0; i < p->nstages; i++) {

@@ -193,7 +193,8 @@ int spec_plan_validate(const spec_plan *p, const spec_model *m, const spec_clust
                        pp_err *err);
 /* String form of a uniform plan, every key in canonical order; PP_INPUT for non-uniform. */
 int spec_plan_format(const spec_plan *p, char *buf, size_t n, pp_err *err);
-/* Canonical JSON (malloc'd) and hash. */
+/* Canonical JSON (malloc'd) and hash. An unresolved dp (0) is left out, as in the string
+ * form; the JSON parses back to the same canonical JSON. */
 char *spec_plan_json(const spec_plan *p);
 void spec_plan_hash(const spec_plan *p, char out[SPEC_HASH_LEN]);
 /* Microbatches per iteration: gbs / (dp * mbs) for uniform plans. */
