@@ -88,8 +88,8 @@ static const col_row cols[] = {
 static const char *const default_headers[] = {
     "size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
     "size count type redop time algbw busbw error time algbw busbw error",
-    "size count type redop root time algbw busbw #wrong i_min i_max i_p99 i_cv% "
-    "time algbw busbw #wrong i_min i_max i_p99 i_cv%",
+    ("size count type redop root time algbw busbw #wrong i_min i_max i_p99 i_cv% "
+     "time algbw busbw #wrong i_min i_max i_p99 i_cv%"), /* one header in two pieces */
 };
 
 /* ---- tokens ----------------------------------------------------------------------------- */
