@@ -237,14 +237,45 @@ static void add_chunk(const cm_model *cm, const cm__cfg *g, const cm__layer_entr
   }
 }
 
+int cm_priced_group(const spec_plan *p, int stage, spec_grp kind, int *out) {
+  int uniform = p->nstages == 0;
+  if ((unsigned)kind >= SPEC_NGRPS || stage < 0 || stage >= (uniform ? p->pp : p->nstages))
+    return -1;
+  const spec_stage *st = uniform ? NULL : &p->stages[stage];
+  int tp = uniform ? p->tp : st->tp, cp = uniform ? p->cp : st->cp;
+  int dp = uniform ? p->dp : st->dp, ep = uniform ? p->ep : st->ep;
+  spec_grp_rule r[SPEC_NGRPS];
+  spec_grp_rules(tp, cp, dp, ep, r);
+  for (int q = 0; q < r[kind].count; q++) {
+    int rank = q * r[kind].stride;
+    out[q] = uniform ? stage * tp * cp * dp + rank : st->gpus[rank];
+  }
+  return r[kind].count;
+}
+
+/* Where a stage's groups sit: the groups its first rank belongs to, by the layout's rule
+ * (spec_grp_rules). A uniform plan's groups of one kind are all alike and tile the cluster
+ * from GPU 0, so they are placed by count and stride (p NULL); a non-uniform stage's from
+ * their GPU ids (cm_priced_group; tmp holds the stage's GPUs). */
+static void place_groups(const cm_model *cm, cm__cfg *g, const spec_plan *p, int stage,
+                         int *tmp) {
+  spec_grp_rule r[SPEC_NGRPS];
+  spec_grp_rules(g->tp, g->cp, g->dp, g->ep, r);
+  cm_place *pl[SPEC_NGRPS] = {[SPEC_GRP_TP] = &g->tp_pl, [SPEC_GRP_CP] = &g->cp_pl,
+                              [SPEC_GRP_DP] = &g->dp_pl, [SPEC_GRP_EP] = &g->ep_pl,
+                              [SPEC_GRP_EDP] = &g->edp_pl};
+  for (int k = 0; k < SPEC_NGRPS; k++) {
+    if (p)
+      cm_place_list(cm, tmp, cm_priced_group(p, stage, k, tmp), pl[k]);
+    else
+      cm_place_group(cm, r[k].count, r[k].stride, pl[k]);
+  }
+}
+
 static void make_cfg(const cm_model *cm, cm__cfg *g, int tp, int cp, int dp, int ep, int mbs,
                      int sp, spec_recompute rc) {
   g->tp = tp, g->cp = cp, g->dp = dp, g->ep = ep, g->mbs = mbs, g->sp = sp, g->recompute = rc;
-  cm_place_group(cm, tp, 1, &g->tp_pl);
-  cm_place_group(cm, cp, tp, &g->cp_pl);
-  cm_place_group(cm, dp * cp, tp, &g->dp_pl);
-  cm_place_group(cm, ep, tp * cp, &g->ep_pl);
-  cm_place_group(cm, dp * cp / ep, tp * cp * ep, &g->edp_pl);
+  place_groups(cm, g, NULL, 0, NULL);
 }
 
 /* Time of the data-parallel gradient reduction of one rank (and the parameter all-gather of
@@ -349,23 +380,13 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
       cm__cfg *g = &cfgs[i];
       g->tp = st->tp, g->cp = st->cp, g->dp = st->dp, g->ep = st->ep;
       g->mbs = samples / st->dp, g->sp = p->sp && st->tp > 1, g->recompute = st->recompute;
-      /* groups from the stage's own GPUs: tp fastest, then cp, then dp */
-      int n = st->ngpus, *ids = malloc((size_t)n * sizeof *ids);
+      int *ids = malloc((size_t)st->ngpus * sizeof *ids);
       if (!ids) {
         rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
         goto done;
       }
-      for (int k = 0; k < st->tp; k++) ids[k] = st->gpus[k];
-      cm_place_list(cm, ids, st->tp, &g->tp_pl);
-      for (int k = 0; k < st->cp; k++) ids[k] = st->gpus[k * st->tp];
-      cm_place_list(cm, ids, st->cp, &g->cp_pl);
-      for (int k = 0; k < st->dp * st->cp; k++) ids[k] = st->gpus[k * st->tp];
-      cm_place_list(cm, ids, st->dp * st->cp, &g->dp_pl);
-      for (int k = 0; k < st->ep; k++) ids[k] = st->gpus[k * st->tp * st->cp];
-      cm_place_list(cm, ids, st->ep, &g->ep_pl);
-      int edp = st->dp * st->cp / st->ep;
-      for (int k = 0; k < edp; k++) ids[k] = st->gpus[k * st->tp * st->cp * st->ep];
-      cm_place_list(cm, ids, edp, &g->edp_pl);
+      place_groups(cm, g, p, i, ids);
+      free(ids);
       cm__layer_entry e = {0};
       cm__layer_cost(cm, g, &e.layer);
       cm__embed_cost(cm, g, &e.emb_f, &e.emb_b, &e.emb_mem);
@@ -386,7 +407,6 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
                        (cm->p.pp_scatter_gather ? 1 : st->tp);
         p2p[i] = cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
       }
-      free(ids);
     }
   }
 

@@ -61,28 +61,48 @@ static int add_group(build *b, spec_grp kind, int stage, const int *gpus, int n)
   return l->ngroups++;
 }
 
+/* Rank k of a stage of tp*cp*dp ranks sits at t = k % tp, c = k / tp % cp, d = k / (tp*cp);
+ * dc = c + cp*d runs over the data and context dimensions together. Megatron-Core's order:
+ * TP groups are tp consecutive ranks; CP groups the cp ranks of one (t, d); DP groups (which
+ * reduce gradients, so they span cp too) the dp*cp ranks of one t; EP groups ep consecutive
+ * dc of one t (Megatron-Core's expert rank order tp-ep-dp over the same ranks); EDP groups
+ * the same EP index across the EP groups of one t. */
+void spec_grp_rules(int tp, int cp, int dp, int ep, spec_grp_rule out[SPEC_NGRPS]) {
+  out[SPEC_GRP_TP] = (spec_grp_rule){tp, 1};
+  out[SPEC_GRP_CP] = (spec_grp_rule){cp, tp};
+  out[SPEC_GRP_DP] = (spec_grp_rule){dp * cp, tp};
+  out[SPEC_GRP_EP] = (spec_grp_rule){ep, tp};
+  out[SPEC_GRP_EDP] = (spec_grp_rule){dp * cp / ep, ep * tp};
+}
+
+int spec_grp_leads(spec_grp kind, int k, int tp, int cp, int ep) {
+  int t = k % tp, c = k / tp % cp, dc = k / tp;
+  const int leads[SPEC_NGRPS] = {
+      [SPEC_GRP_TP] = t == 0,
+      [SPEC_GRP_CP] = c == 0,
+      [SPEC_GRP_DP] = dc == 0,
+      [SPEC_GRP_EP] = dc % ep == 0,
+      [SPEC_GRP_EDP] = dc < ep,
+  };
+  return (unsigned)kind < SPEC_NGRPS && leads[kind];
+}
+
+int spec_grp_members(const spec_grp_rule *r, const int *G, int first, int *out) {
+  for (int q = 0; q < r->count; q++) out[q] = G[first + q * r->stride];
+  return r->count;
+}
+
 /* The groups of one stage whose GPUs are G[0..tp*cp*dp) in rank order (tp fastest). */
 static int stage_groups(build *b, int stage, const int *G, int tp, int cp, int dp, int ep,
                         int *tmp) {
-  int n = tp * cp * dp;
-  for (int k = 0; k < n; k++) {
-    int t = k % tp, c = k / tp % cp, d = k / (tp * cp), dc = c + cp * d;
-    struct {
-      spec_grp kind;
-      int cond, count, first, stride;
-    } want[] = {
-        {SPEC_GRP_TP, t == 0, tp, k, 1},
-        {SPEC_GRP_CP, c == 0, cp, k, tp},
-        {SPEC_GRP_DP, c == 0 && d == 0, dp * cp, t, tp},
-        {SPEC_GRP_EP, dc % ep == 0, ep, k, tp},
-        {SPEC_GRP_EDP, dc < ep, dp * cp / ep, k, ep * tp},
-    };
-    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
-      if (!want[w].cond) continue;
-      for (int q = 0; q < want[w].count; q++) tmp[q] = G[want[w].first + q * want[w].stride];
-      if (add_group(b, want[w].kind, stage, tmp, want[w].count) < 0) return b->err->code;
+  spec_grp_rule rules[SPEC_NGRPS];
+  spec_grp_rules(tp, cp, dp, ep, rules);
+  for (int k = 0; k < tp * cp * dp; k++)
+    for (int kind = 0; kind < SPEC_NGRPS; kind++) {
+      if (!spec_grp_leads(kind, k, tp, cp, ep)) continue;
+      int n = spec_grp_members(&rules[kind], G, k, tmp);
+      if (add_group(b, kind, stage, tmp, n) < 0) return b->err->code;
     }
-  }
   return PP_OK;
 }
 

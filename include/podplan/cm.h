@@ -182,6 +182,12 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err);
 void cm_place_group(const cm_model *cm, int n, int stride, cm_place *out);
 /* Placement of an explicit list of GPU ids (non-uniform plans). */
 void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *out);
+/* The members of the group of `kind` that cm_eval prices for pipeline stage `stage` of a
+ * resolved plan: the group of the stage's first rank, by the layout's rule (spec_grp_rules).
+ * Uniform plans: the stage's own copy of the group (cm_eval places its shape from GPU 0, all
+ * copies alike). Writes the member GPU ids (at most the stage's GPUs) to out and returns
+ * their count, or -1 for a stage or kind out of range. */
+int cm_priced_group(const spec_plan *p, int stage, spec_grp kind, int *out);
 
 /* The physical links of the fabric with the bandwidth the model gives them (bytes/s, per
  * direction, level efficiencies applied) and their one-hop latencies: the topology object the

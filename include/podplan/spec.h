@@ -212,11 +212,25 @@ typedef enum {
   SPEC_GRP_TP,  /* tensor parallel */
   SPEC_GRP_CP,  /* context parallel */
   SPEC_GRP_DP,  /* data parallel over dp * cp ranks (gradients) */
-  SPEC_GRP_EP,  /* expert parallel: ep consecutive ranks of the dp dimension */
+  SPEC_GRP_EP,  /* expert parallel: ep consecutive ranks of the dp*cp dimension */
   SPEC_GRP_EDP, /* expert data parallel: the same EP index across EP groups */
   SPEC_NGRPS
 } spec_grp;
 const char *spec_grp_name(spec_grp k);
+
+/* Group membership, the one rule the layout and the cost model share. Rank k of a stage of
+ * tp*cp*dp ranks (tp fastest, then cp, then dp): a group of each kind has `count` members
+ * `stride` ranks apart, starting at every rank for which spec_grp_leads() holds (rank 0
+ * leads a group of every kind). */
+typedef struct spec_grp_rule {
+  int count;  /* members */
+  int stride; /* ranks between consecutive members */
+} spec_grp_rule;
+void spec_grp_rules(int tp, int cp, int dp, int ep, spec_grp_rule out[SPEC_NGRPS]);
+int spec_grp_leads(spec_grp kind, int k, int tp, int cp, int ep);
+/* The members of the group that rank `first` leads, from the stage's GPUs G (rank order):
+ * writes r->count GPU ids to out and returns the count. */
+int spec_grp_members(const spec_grp_rule *r, const int *G, int first, int *out);
 
 typedef struct spec_group {
   spec_grp kind;
