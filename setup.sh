@@ -5,6 +5,8 @@
 #   ./setup.sh test    the whole test suite: a normal build, then an ASan+UBSan build
 #   ./setup.sh deps    only install the packages
 #   ./setup.sh build   only install and build (build/)
+#   ./setup.sh fuzz    also install clang and libFuzzer, build the fuzz harnesses (build-fuzz/)
+#                      and replay their corpora; benchmarks/fuzz.sh MINUTES runs a campaign
 # Runs as root, or as a user with sudo. CUDA, cuBLAS and NCCL are used when found under
 # /usr/local/cuda (they are not Debian packages and are not installed here).
 set -euo pipefail
@@ -20,15 +22,19 @@ PACKAGES=(
   libopenblas-dev                     # CPU backend GEMMs
   gnuplot-nox                         # plots of studies and reports
 )
+# Only for the fuzz harnesses (-DPODPLAN_FUZZ=ON): clang and its libFuzzer/sanitizer runtimes.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
+# deps [PACKAGE...]: install those of the packages (default: PACKAGES) that are missing
 deps() {
+  local want=("${@:-${PACKAGES[@]}}")
   local missing=() p
-  for p in "${PACKAGES[@]}"; do
+  for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "setup: all ${#PACKAGES[@]} Debian packages present"
+    echo "setup: all ${#want[@]} Debian packages present"
     return
   fi
   local sudo=""
@@ -109,6 +115,11 @@ case "${1:-run}" in
   build) deps && build build ;;
   run) deps && build build && run_main ;;
   backend) build build && run_backend ;;
+  fuzz)
+    deps && deps "${FUZZ_PACKAGES[@]}" &&
+      build build-fuzz -DCMAKE_C_COMPILER=clang -DPODPLAN_FUZZ=ON &&
+      (cd build-fuzz && ctest --output-on-failure -L fuzz)
+    ;;
   test) deps && build build && run_tests ;;
-  *) echo "usage: $0 [run|test|deps|build|backend]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|test|deps|build|backend|fuzz]" >&2; exit 2 ;;
 esac

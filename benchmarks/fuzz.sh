@@ -11,6 +11,8 @@
 #
 # usage: benchmarks/fuzz.sh MINUTES [NAME[:MINUTES]...]   (default: every harness)
 #        benchmarks/fuzz.sh merge [NAME...]    minimise the scratch corpora into fuzz/corpus
+# With FUZZ_RUNS=N in the environment a harness also stops after N executions (libFuzzer
+# -runs), so MINUTES becomes a cap: e.g. FUZZ_RUNS=10000000 benchmarks/fuzz.sh 60.
 #
 # Builds build-fuzz/ with clang and -DPODPLAN_FUZZ=ON when a harness is missing (./setup.sh fuzz
 # installs clang and libFuzzer). Scratch corpora, artifacts and logs live in
@@ -40,12 +42,13 @@ build() {
 # one harness: NAME SECONDS
 campaign() {
   local n=$1 secs=$2 corpus=$WORK/corpus/$1 art=$WORK/artifacts/$1/ log=$WORK/$1.log
+  local execs rate cov ft crashes start=$SECONDS
   mkdir -p "$corpus" "$art"
   cp -n fuzz/corpus/"$n"/* "$corpus"/
   "$BUILD/fuzz/fuzz_$n" "$corpus" -dict=fuzz/dict/"$n".dict -max_total_time="$secs" \
     -print_final_stats=1 -timeout=25 -rss_limit_mb=2048 -artifact_prefix="$art" \
-    -close_fd_mask=1 >"$log" 2>&1
-  local execs rate cov ft crashes
+    -close_fd_mask=1 -runs="${FUZZ_RUNS:--1}" >"$log" 2>&1
+  local elapsed=$((SECONDS - start))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
@@ -53,7 +56,7 @@ campaign() {
   crashes=$(find "$art" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
     -o -name 'oom-*' \) | wc -l)
   printf 'fuzz %s minutes=%s execs=%s exec_per_s=%s cov=%s ft=%s corpus=%s crashes=%s\n' "$n" \
-    "$(awk "BEGIN{printf \"%g\", $secs/60}")" "${execs:-0}" "${rate:-0}" "${cov:-0}" "${ft:-0}" \
+    "$(awk "BEGIN{printf \"%.1f\", $elapsed/60}")" "${execs:-0}" "${rate:-0}" "${cov:-0}" "${ft:-0}" \
     "$(find "$corpus" -type f | wc -l)" "$crashes"
   [ "$crashes" = 0 ]
 }
