@@ -11,6 +11,8 @@
 #
 # usage: benchmarks/fuzz.sh MINUTES [NAME[:MINUTES]...]   (default: every harness)
 #        benchmarks/fuzz.sh merge [NAME...]    minimise the scratch corpora into fuzz/corpus
+# (merge adds the scratch inputs that reach new edges: -merge=1 -use_counters=0, edges rather
+# than hit counts, keeps the committed corpus to a few hundred small files)
 # With FUZZ_RUNS=N in the environment a harness also stops after N executions (libFuzzer
 # -runs), so MINUTES becomes a cap: e.g. FUZZ_RUNS=10000000 benchmarks/fuzz.sh 60.
 #
@@ -69,7 +71,7 @@ if [ "$1" = merge ]; then
   for n in "${names[@]}"; do
     [ -d "$WORK/corpus/$n" ] || continue
     before=$(ls fuzz/corpus/"$n" | wc -l)
-    "$BUILD/fuzz/fuzz_$n" -merge=1 -dict=fuzz/dict/"$n".dict fuzz/corpus/"$n" "$WORK/corpus/$n" \
+    "$BUILD/fuzz/fuzz_$n" -merge=1 -use_counters=0 fuzz/corpus/"$n" "$WORK/corpus/$n" \
       >"$WORK/$n.merge.log" 2>&1 || { echo "fuzz.sh: merge of $n failed (see $WORK/$n.merge.log)"; exit 2; }
     echo "merge $n files=$before->$(ls fuzz/corpus/"$n" | wc -l) bytes=$(du -sb fuzz/corpus/"$n" | cut -f1)"
   done
