@@ -480,7 +480,7 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
     double D = (double)r->cfg->dp * r->cfg->cp, E = D / r->cfg->ep;
     double shard = zero >= 1 ? r->params / D + r->expert_params / E : r->params + r->expert_params;
-    double opt = cm__mem_time(cm, 30.0 * shard);
+    double opt = cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * shard);
     if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
     slack += r->bwd;
   }
