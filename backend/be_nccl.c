@@ -8,17 +8,30 @@
 
 #include "be_nccl.h"
 
+/* Not NCCL, but a host-side decision of the cuda device too (be.h). */
+int be_gpu_index(int local_rank, int visible) {
+  return visible < 1 || local_rank < 0 ? -1 : local_rank % visible;
+}
+
 int be_nc__init(be_nc *nc, int rank, int nranks, const be_group *groups, int ngroups,
-                size_t elem, size_t msg_cap, pp_err *err) {
+                const int *peers, int npeers, size_t elem, size_t msg_cap, pp_err *err) {
   memset(nc, 0, sizeof *nc);
   nc->rank = rank, nc->nranks = nranks;
   nc->groups = groups, nc->ngroups = ngroups;
   nc->elem = elem, nc->msg_cap = msg_cap;
   nc->gpos = malloc((size_t)(ngroups ? ngroups : 1) * sizeof *nc->gpos);
-  nc->met = calloc((size_t)(nranks ? nranks : 1), 1);
-  if (!nc->gpos || !nc->met) {
+  nc->peer = calloc((size_t)(nranks ? nranks : 1), 1);
+  if (!nc->gpos || !nc->peer) {
     be_nc__free(nc);
     return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
+  }
+  for (int i = 0; i < npeers; i++) {
+    if (peers[i] < 0 || peers[i] >= nranks) {
+      be_nc__free(nc);
+      return pp_err_set(err, PP_INTERNAL, "cuda: pipeline peer %d of %d ranks?", peers[i],
+                        nranks);
+    }
+    if (peers[i] != rank && !nc->peer[peers[i]]) nc->peer[peers[i]] = 1, nc->npeers++;
   }
   for (int g = 0; g < ngroups; g++) {
     nc->gpos[g] = -1;
@@ -30,7 +43,7 @@ int be_nc__init(be_nc *nc, int rank, int nranks, const be_group *groups, int ngr
 
 void be_nc__free(be_nc *nc) {
   if (!nc) return;
-  free(nc->gpos), free(nc->met), free(nc->pend), free(nc->steps), free(nc->calls);
+  free(nc->gpos), free(nc->peer), free(nc->pend), free(nc->steps), free(nc->calls);
   memset(nc, 0, sizeof *nc);
 }
 
@@ -67,6 +80,9 @@ static int call(be_nc *nc, be_nc_call c, pp_err *err) {
 static int msg_count(be_nc *nc, int peer, double bytes, size_t *count, pp_err *err) {
   if (peer < 0 || peer >= nc->nranks)
     return pp_err_set(err, PP_INTERNAL, "cuda: peer %d of %d ranks?", peer, nc->nranks);
+  if (peer != nc->rank && !nc->peer[peer])
+    return pp_err_set(err, PP_INTERNAL, "cuda: rank %d: rank %d is no pipeline peer (not "
+                      "connected at open)", nc->rank, peer);
   if (!(bytes >= 0) || bytes > (double)nc->msg_cap)
     return pp_err_set(err, PP_INTERNAL, "cuda: message of %.0f bytes: the buffers hold %zu",
                       bytes, nc->msg_cap);
@@ -75,26 +91,31 @@ static int msg_count(be_nc *nc, int peer, double bytes, size_t *count, pp_err *e
   return PP_OK;
 }
 
-/* NCCL connects a pair of ranks the first time they exchange messages and both must then ask
- * for the same connections: the first time this rank talks to a peer, both directions are
- * connected by a one-element exchange in a group of its own. */
-static int meet(be_nc *nc, int peer, pp_err *err) {
-  if (peer == nc->rank || nc->met[peer]) return PP_OK;
-  nc->met[peer] = 1;
+/* NCCL connects a pair of ranks the first time they exchange messages, and both must then
+ * ask for the same connections (ncclTransportP2pSetup swaps both directions; the host blocks
+ * until the peer asks too). Connecting a pair on first contact in the middle of a schedule
+ * waits for a peer that may itself wait for a third rank which waits for this one (the
+ * verifying iteration of interleaved schedules did). So every pair is connected at open, in
+ * one group per rank: one element each way with every peer. Peers are symmetric (a send has
+ * its receive), so every rank's group matches its peers' groups. */
+int be_nc__connect(be_nc *nc, pp_err *err) {
+  clear(nc);
+  if (!nc->npeers) return PP_OK;
   if (step(nc, 1, err)) return err->code;
-  if (call(nc, (be_nc_call){.kind = BE_NC_SEND, .comm = BE_NC_WORLD, .peer = peer, .count = 1,
-                            .hs = 1}, err))
-    return err->code;
-  return call(nc, (be_nc_call){.kind = BE_NC_RECV, .comm = BE_NC_WORLD, .peer = peer,
-                               .count = 1, .hs = 1}, err);
+  for (int p = 0; p < nc->nranks; p++) {
+    if (!nc->peer[p]) continue;
+    if (call(nc, (be_nc_call){.kind = BE_NC_SEND, .comm = BE_NC_WORLD, .peer = p, .count = 1,
+                              .hs = 1}, err) ||
+        call(nc, (be_nc_call){.kind = BE_NC_RECV, .comm = BE_NC_WORLD, .peer = p, .count = 1,
+                              .hs = 1}, err))
+      return err->code;
+  }
+  return PP_OK;
 }
 
 /* Appends the pending sends and, when recv_peer >= 0, a receive of recv_count from it, in one
  * group (none when there is nothing to issue). */
 static int p2p(be_nc *nc, int recv_peer, size_t recv_count, pp_err *err) {
-  for (int i = 0; i < nc->npend; i++)
-    if (meet(nc, nc->pend[i].peer, err)) return err->code;
-  if (recv_peer >= 0 && meet(nc, recv_peer, err)) return err->code;
   if (!nc->npend && recv_peer < 0) return PP_OK;
   if (step(nc, 1, err)) return err->code;
   for (int i = 0; i < nc->npend; i++)

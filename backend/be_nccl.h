@@ -1,5 +1,6 @@
 /* How the cuda device turns one rank's ops into NCCL calls, as host-side C without CUDA: which
- * sends and receives share an ncclGroup, on which communicator each call runs, how big it is.
+ * sends and receives share an ncclGroup, on which communicator each call runs, how big it is
+ * (and be_gpu_index, the GPU a rank picks).
  * The cuda device (cuda/be_cuda_dev.c) issues exactly these calls; tests/test_replay.c replays
  * them for every rank of a plan under NCCL's matching rules. Depends on be.h only. */
 #ifndef PODPLAN_BE_NCCL_H
@@ -53,7 +54,8 @@ typedef struct be_nc {
   size_t elem;            /* bytes of the run's element (2) */
   size_t msg_cap;         /* bytes in each communication buffer */
   int verify;             /* 1: reductions in fp32 */
-  unsigned char *met;     /* per world rank: both p2p directions connected */
+  unsigned char *peer;    /* per world rank: a pipeline peer, connected at open */
+  int npeers;
   be_nc_call *pend;       /* sends waiting for the next receive */
   int npend, cappend;
   be_nc_step *steps;
@@ -62,9 +64,15 @@ typedef struct be_nc {
   int ncalls, capcalls;
 } be_nc;
 
+/* peers: the ranks this one sends to or receives from (be_prog.peers); any other is an
+ * error, except itself. */
 int be_nc__init(be_nc *nc, int rank, int nranks, const be_group *groups, int ngroups,
-                size_t elem, size_t msg_cap, pp_err *err);
+                const int *peers, int npeers, size_t elem, size_t msg_cap, pp_err *err);
 void be_nc__free(be_nc *nc);
+
+/* At open, on every rank: one group that sends one element to every peer and receives one
+ * from each, so that every pair's connections are made while all ranks are there. */
+int be_nc__connect(be_nc *nc, pp_err *err);
 
 /* A send: nothing to issue yet, it waits for the next receive or anything else. */
 int be_nc__send(be_nc *nc, int peer, double bytes, size_t *count, pp_err *err);

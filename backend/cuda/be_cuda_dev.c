@@ -23,12 +23,11 @@
  *   (Megatron's batched isend/irecv); anything else flushes them first. NCCL connects a pair
  *   of ranks the first time they exchange messages and both must then ask for the same
  *   connections (ncclTransportP2pSetup swaps both directions): a send grouped with a receive
- *   from another stage asks for one direction only. So the first time this rank talks to a
- *   peer, both directions are connected by a one-element exchange in a group of its own; the
- *   peer does the same on its first contact, and the two match.
- * - Communicators are blocking (NCCL's default): ncclCommInitRank, ncclCommSplit and a
- *   pair's first connection block the host until the peers arrive and are not bounded by
- *   the timeout; every other wait is. */
+ *   from another stage asks for one direction only. So every pipeline peer (be_dev_cfg.peers)
+ *   is connected at open, in one group, while every rank is there: one element each way.
+ * - Communicators are blocking (NCCL's default): ncclCommInitRank, ncclCommSplit and the
+ *   connections at open block the host until the peers arrive and are not bounded by the
+ *   timeout; every other wait is. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <library_types.h>
@@ -258,12 +257,13 @@ static int local_open(be_dev *d, const be_dev_cfg *cfg, pp_err *err) {
     return pp_err_set(err, PP_INTERNAL, "cuda: job rank %d is MPI rank %d", cfg->rank, mr);
   int ndev = 0;
   CU_TRY(cudaGetDeviceCount(&ndev));
-  if (cfg->local_device < 0 || cfg->local_device >= ndev)
-    return pp_err_set(err, PP_DEVICE, "cuda: rank %d: GPU %d asked for, %d visible", d->rank,
-                      cfg->local_device, ndev);
-  CU_TRY(cudaSetDevice(cfg->local_device));
+  int gpu = be_gpu_index(cfg->local_rank, ndev);
+  if (gpu < 0)
+    return pp_err_set(err, PP_DEVICE, "cuda: rank %d (local rank %d): no GPU visible", d->rank,
+                      cfg->local_rank);
+  CU_TRY(cudaSetDevice(gpu));
   struct cudaDeviceProp prop;
-  CU_TRY(cudaGetDeviceProperties(&prop, cfg->local_device));
+  CU_TRY(cudaGetDeviceProperties(&prop, gpu));
   d->peak = peak_by_name(prop.name);
   CU_TRY(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
   BLAS_TRY(cublasCreate(&d->blas));
@@ -297,8 +297,8 @@ static int local_open(be_dev *d, const be_dev_cfg *cfg, pp_err *err) {
   for (int i = 0; i < 6; i++) CU_TRY(be_cuda__fill_random(bufs[i], d->kt, elems[i], seed + i, d->stream));
   CU_TRY(be_cuda__fill_value(d->hs, BE_CUDA_FP32, 16, 1.0f, d->stream));
   CU_TRY(cudaStreamSynchronize(d->stream)); /* nothing to wait for from peers yet */
-  return be_nc__init(&d->nc, d->rank, d->nranks, cfg->groups, cfg->ngroups, CU_ELEM,
-                     d->msg_cap, err);
+  return be_nc__init(&d->nc, d->rank, d->nranks, cfg->groups, cfg->ngroups, cfg->peers,
+                     cfg->npeers, CU_ELEM, d->msg_cap, err);
 }
 
 /* The world communicator, then one split per group kind present, kind by kind on every rank
@@ -343,6 +343,13 @@ static int nccl_open(be_dev *d, const be_dev_cfg *cfg, pp_err *err) {
 }
 
 static void cuda_close(be_dev *d, int failed);
+static int issue(be_dev *d, pp_err *err);
+
+/* Every pipeline peer, in one group on every rank, while all are in open (be_nc__connect). */
+static int connect_peers(be_dev *d, pp_err *err) {
+  if (be_nc__connect(&d->nc, err) || issue(d, err)) return err->code;
+  return wait_stream(d, err);
+}
 
 static int cuda_open(const be_dev_cfg *cfg, be_dev **out, pp_err *err) {
   *out = NULL;
@@ -373,6 +380,7 @@ static int cuda_open(const be_dev_cfg *cfg, be_dev **out, pp_err *err) {
                     d->rank);
   }
   if (!rc) rc = nccl_open(d, cfg, err);
+  if (!rc) rc = connect_peers(d, err);
   if (rc) {
     cuda_close(d, 1);
     return rc;
@@ -625,7 +633,7 @@ static void describe(be_dev *d, const be_nc_step *st) {
     snprintf(s, cap, "%s on the %s communicator", cm_coll_name(c->coll),
              spec_grp_name((spec_grp)c->comm));
   else if (c->hs)
-    snprintf(s, cap, "connecting with rank %d", c->peer);
+    snprintf(s, cap, "connecting %d pipeline peers", st->n / 2);
   else if (last->kind == BE_NC_RECV)
     snprintf(s, cap, "recv from rank %d (with %d sends)", last->peer, st->n - 1);
   else
