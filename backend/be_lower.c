@@ -90,10 +90,12 @@ static void push(lower *L, be_prog *pg, be_op op) {
   be_plan *bp = L->bp;
   double mk = (double)op.batch * op.m * op.k, kn = (double)op.batch * op.k * op.n,
          mn = (double)op.batch * op.m * op.n;
-  if (op.kind == BE_OP_GEMM || op.kind == BE_OP_ATTN) {
-    double e = fmax(mk, fmax(op.kind == BE_OP_GEMM ? kn : (double)op.batch * op.n * op.k, mn));
-    if (e > bp->max_gemm_elems) bp->max_gemm_elems = e;
-    if (op.kind == BE_OP_ATTN && mn > bp->max_attn_elems) bp->max_attn_elems = mn;
+  /* GEMM: A, B and C in the operand buffers. Attention: Q and O (m x k), K and V (n x k) in
+   * them; only its score block (m x n) in the attention buffer */
+  if (op.kind == BE_OP_GEMM) bp->max_gemm_elems = fmax(bp->max_gemm_elems, fmax(mk, fmax(kn, mn)));
+  if (op.kind == BE_OP_ATTN) {
+    bp->max_gemm_elems = fmax(bp->max_gemm_elems, fmax(mk, (double)op.batch * op.n * op.k));
+    bp->max_attn_elems = fmax(bp->max_attn_elems, mn);
   }
   if ((op.kind == BE_OP_COLL || op.kind == BE_OP_SEND || op.kind == BE_OP_RECV) &&
       op.bytes > bp->max_msg_bytes)

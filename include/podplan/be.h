@@ -81,7 +81,7 @@ typedef struct be_plan {
   int shrink;              /* width divisor (1: full width) */
   spec_dtype dtype;
   double model_flops;      /* per iteration, as run (6 N tokens + causal attention) */
-  double max_gemm_elems;   /* largest A, B or C of a GEMM, elements */
+  double max_gemm_elems;   /* largest A, B or C of a GEMM, Q, K, V or O of an attention */
   double max_attn_elems;   /* largest attention score block, elements */
   double max_msg_bytes;    /* largest collective, send or receive buffer */
 } be_plan;
