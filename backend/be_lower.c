@@ -20,7 +20,7 @@ const char *be_ev_name(be_ev e) { return (unsigned)e < BE_NEVS ? ev_names[e] : "
 
 void be_plan_free(be_plan *bp) {
   if (!bp) return;
-  for (int i = 0; i < bp->nranks; i++) free(bp->progs[i].ops);
+  for (int i = 0; i < bp->nranks; i++) free(bp->progs[i].ops), free(bp->progs[i].peers);
   for (int i = 0; i < bp->ngroups; i++) free(bp->groups[i].ranks);
   free(bp->progs), free(bp->groups);
   free(bp);
@@ -90,10 +90,12 @@ static void push(lower *L, be_prog *pg, be_op op) {
   be_plan *bp = L->bp;
   double mk = (double)op.batch * op.m * op.k, kn = (double)op.batch * op.k * op.n,
          mn = (double)op.batch * op.m * op.n;
-  if (op.kind == BE_OP_GEMM || op.kind == BE_OP_ATTN) {
-    double e = fmax(mk, fmax(op.kind == BE_OP_GEMM ? kn : (double)op.batch * op.n * op.k, mn));
-    if (e > bp->max_gemm_elems) bp->max_gemm_elems = e;
-    if (op.kind == BE_OP_ATTN && mn > bp->max_attn_elems) bp->max_attn_elems = mn;
+  /* GEMM: A, B and C in the operand buffers. Attention: Q and O (m x k), K and V (n x k) in
+   * them; only its score block (m x n) in the attention buffer */
+  if (op.kind == BE_OP_GEMM) bp->max_gemm_elems = fmax(bp->max_gemm_elems, fmax(mk, fmax(kn, mn)));
+  if (op.kind == BE_OP_ATTN) {
+    bp->max_gemm_elems = fmax(bp->max_gemm_elems, fmax(mk, (double)op.batch * op.n * op.k));
+    bp->max_attn_elems = fmax(bp->max_attn_elems, mn);
   }
   if ((op.kind == BE_OP_COLL || op.kind == BE_OP_SEND || op.kind == BE_OP_RECV) &&
       op.bytes > bp->max_msg_bytes)
@@ -200,6 +202,27 @@ static void program(lower *L, int slot, spec_step *steps) {
   coll(L, pg, BE_EV_DP, "params", sl->group[SPEC_GRP_DP], CM_ALL_GATHER, tail.gather_bytes);
 }
 
+/* The ranks a program sends to or receives from, ascending, without itself. */
+static void peers(lower *L, be_prog *pg, int nranks) {
+  if (L->rc) return;
+  unsigned char *is = calloc((size_t)nranks, 1);
+  if (!is) {
+    L->rc = pp_err_set(L->err, PP_NOMEM, "backend: out of memory");
+    return;
+  }
+  int n = 0;
+  for (int i = 0; i < pg->nops; i++) {
+    const be_op *o = &pg->ops[i];
+    if ((o->kind == BE_OP_SEND || o->kind == BE_OP_RECV) && o->peer != pg->rank && !is[o->peer])
+      is[o->peer] = 1, n++;
+  }
+  pg->peers = malloc((size_t)(n ? n : 1) * sizeof *pg->peers);
+  if (!pg->peers) L->rc = pp_err_set(L->err, PP_NOMEM, "backend: out of memory");
+  for (int r = 0; r < nranks && pg->peers; r++)
+    if (is[r]) pg->peers[pg->npeers++] = r;
+  free(is);
+}
+
 int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
              const be_lower_opts *o, be_plan **out, pp_err *err) {
   *out = NULL;
@@ -257,6 +280,7 @@ int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
   if (!rc) {
     lower L = {bp, cm, &lay, &p, err, 0};
     for (int s = 0; s < lay.nslots && !L.rc; s++) program(&L, s, steps);
+    for (int s = 0; s < lay.nslots && !L.rc; s++) peers(&L, &bp->progs[s], lay.nslots);
     rc = L.rc;
   }
   free(steps);

@@ -304,17 +304,6 @@ static int write_trace(const char *path, const be_plan *bp, const gathered *g, c
 
 /* ---- the command ------------------------------------------------------------------------ */
 
-static int local_rank(void) {
-  MPI_Comm node;
-  int lr = 0;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-      MPI_SUCCESS) {
-    MPI_Comm_rank(node, &lr);
-    MPI_Comm_free(&node);
-  }
-  return lr;
-}
-
 static int report(const run_opts *o, const be_plan *bp, const spec_model *m0,
                   const spec_cluster *c, const spec_plan *p, const gathered *g, int verified,
                   pp_err *err) {
@@ -413,7 +402,7 @@ int cmd_run(int argc, char **argv) {
   MPI_Comm world = MPI_COMM_WORLD;
   be_dev_cfg cfg = {rank, nranks, &world, bp->groups, bp->ngroups, bp->model.dtype,
                     bp->max_gemm_elems, bp->max_attn_elems, bp->max_msg_bytes, o.timeout_s,
-                    local_rank()};
+                    cli_local_rank(), bp->progs[rank].peers, bp->progs[rank].npeers};
   if (dv->open(&cfg, &d, &err)) goto device_failed;
   if (rank == o.inject_rank) {
     fprintf(stderr, "podplan run: rank %d: %s on purpose (--inject)\n", rank,

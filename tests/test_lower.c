@@ -71,6 +71,27 @@ static int colls_match(const be_plan *bp) {
   return 1;
 }
 
+/* The buffers are the largest operands: a GEMM's A, B or C, an attention's Q, K, V or O for
+ * the operand buffers; an attention's score block (queries x keys) for the score buffer only. */
+static int buffers_match(const be_plan *bp) {
+  double gemm = 0, attn = 0;
+  for (int r = 0; r < bp->nranks; r++)
+    for (int i = 0; i < bp->progs[r].nops; i++) {
+      const be_op *o = &bp->progs[r].ops[i];
+      double b = o->batch;
+      if (o->kind == BE_OP_GEMM)
+        gemm = fmax(gemm, b * fmax((double)o->m * o->k, fmax((double)o->k * o->n, (double)o->m * o->n)));
+      if (o->kind == BE_OP_ATTN) {
+        gemm = fmax(gemm, b * fmax((double)o->m * o->k, (double)o->n * o->k));
+        attn = fmax(attn, b * o->m * o->n);
+      }
+    }
+  if (bp->max_gemm_elems != gemm || bp->max_attn_elems != attn)
+    fprintf(stderr, "buffers: operands %.0f (largest %.0f), scores %.0f (largest %.0f)\n",
+            bp->max_gemm_elems, gemm, bp->max_attn_elems, attn);
+  return bp->max_gemm_elems == gemm && bp->max_attn_elems == attn;
+}
+
 static double flops(const be_op *o) {
   if (o->kind == BE_OP_GEMM) return 2.0 * o->m * o->n * o->k * o->batch;
   if (o->kind == BE_OP_ATTN) return 2.0 * o->m * o->n * o->k * o->batch * (o->causal ? 1 : 2);
@@ -134,11 +155,26 @@ static void plans(void) {
     CHECK_NEAR(total, res.model_flops, strstr(cases[i].model, "mixtral") ? 0.02 : 1e-3);
     CHECK_NEAR(bp->model_flops, res.model_flops, 1e-9);
     CHECK(bp->max_gemm_elems > 0 && bp->max_msg_bytes > 0);
+    CHECK(buffers_match(bp));
     /* the tail: DP groups of more than one reduce their gradients last but the optimizer */
     const be_prog *pg = &bp->progs[0];
     CHECK_EQ(pg->ops[pg->nops - 1].ev == BE_EV_OPTIMIZER || pg->ops[pg->nops - 1].ev == BE_EV_DP, 1);
     be_plan_free(bp);
   }
+}
+
+/* A long context: the score block (heads x seq x seq) dwarfs every GEMM operand, and only the
+ * score buffer is that big (it was counted in the operand buffers too: three more of it). */
+static void long_context(void) {
+  be_plan *bp = NULL;
+  pp_err err = {0};
+  CHECK_EQ(lower("llama3-8b", 8, "tp=8,mbs=1,gbs=1", 2, 1, &bp, NULL, &err), PP_OK);
+  if (!bp) return;
+  CHECK(buffers_match(bp));
+  /* 4 heads per rank x 8192 x 8192 scores */
+  CHECK_EQ(bp->max_attn_elems, 4.0 * 8192 * 8192);
+  CHECK(bp->max_gemm_elems < bp->max_attn_elems); /* the LM head's logits: half of it */
+  be_plan_free(bp);
 }
 
 static void reduced(void) {
@@ -166,6 +202,7 @@ static void reduced(void) {
 
 int main(void) {
   plans();
+  long_context();
   reduced();
   return check_status();
 }

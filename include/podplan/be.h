@@ -67,6 +67,8 @@ typedef struct be_prog {
   int stage; /* pipeline rank */
   be_op *ops;
   int nops, cap;
+  int *peers; /* the ranks it sends to or receives from, ascending, itself excluded */
+  int npeers;
 } be_prog;
 
 typedef struct be_plan {
@@ -79,7 +81,7 @@ typedef struct be_plan {
   int shrink;              /* width divisor (1: full width) */
   spec_dtype dtype;
   double model_flops;      /* per iteration, as run (6 N tokens + causal attention) */
-  double max_gemm_elems;   /* largest A, B or C of a GEMM, elements */
+  double max_gemm_elems;   /* largest A, B or C of a GEMM, Q, K, V or O of an attention */
   double max_attn_elems;   /* largest attention score block, elements */
   double max_msg_bytes;    /* largest collective, send or receive buffer */
 } be_plan;
@@ -108,8 +110,17 @@ typedef struct be_dev_cfg {
   spec_dtype dtype;
   double max_gemm_elems, max_attn_elems, max_msg_bytes; /* buffers to allocate */
   double timeout_s;        /* a communication not done by then fails with PP_DEVICE */
-  int local_device;        /* cuda: GPU index on this node */
+  int local_rank;          /* cuda: this rank's index among the job's ranks on its node; it
+                              uses GPU be_gpu_index(local_rank, visible GPUs) */
+  const int *peers;        /* ranks this one sends to or receives from (be_prog.peers): the
+                              cuda device connects them all at open; others are refused */
+  int npeers;
 } be_dev_cfg;
+
+/* The GPU a rank uses among the `visible` ones of its node: local_rank mod visible (one GPU
+ * per rank whether each rank sees all the node's GPUs or, under CUDA_VISIBLE_DEVICES or a
+ * scheduler's binding, only its own); -1 when none is visible or local_rank < 0. */
+int be_gpu_index(int local_rank, int visible);
 
 typedef struct be_device {
   const char *name; /* "cpu", "cuda" */
@@ -147,7 +158,8 @@ typedef struct be_exec_opts {
 typedef struct be_exec_result {
   int nops, iters;
   double *op_s;     /* per op: mean seconds over the timed iterations */
-  double *op_start; /* per op: start in the last timed iteration, seconds from its start */
+  double *op_start; /* per op: start in the last timed iteration, seconds from its start;
+                       op_start[nops]: the end of the last op */
   double *iter_s;   /* per timed iteration: this rank's time from the common start */
   int verified;     /* 1 when the verifying iteration passed */
 } be_exec_result;
@@ -176,8 +188,10 @@ typedef struct be_cuda_info {
   double device0_gib;  /* memory of GPU 0, GiB */
 } be_cuda_info;
 
-/* Fills *out. Without CUDA in the build: PP_DEVICE "built without CUDA". No GPU is not an
- * error: devices is 0. */
+/* Fills *out. Without CUDA in the build: PP_DEVICE "built without CUDA". No GPU (no driver,
+ * or a driver that sees none) is not an error: devices is 0. Any other failure to count the
+ * GPUs (a driver too old, a stub driver, one that fails) is PP_DEVICE: GPU tests fail on it
+ * rather than skip. */
 int be_cuda_probe(be_cuda_info *out, pp_err *err);
 
 #endif
