@@ -50,10 +50,11 @@ limit_for() {
   [ "$left" -lt "$1" ] && echo $((left > 5 ? left : 5)) || echo "$1"
 }
 
-# runstep STEP MAX CMD...: runs CMD under a time limit and reports it. A test binary's 77
-# (skipped) is NO GPU without a GPU and FAIL with one.
+# runstep STEP MAX CMD...: runs CMD under a time limit and reports it. Without a GPU, a test
+# binary's 77 (skipped) or an error that names the missing GPU or driver is NO GPU; anything
+# else (a module that does not load, a crash) fails. With a GPU, 77 fails.
 runstep() {
-  local name=$1 max=$2 s=$SECONDS lim rc
+  local name=$1 max=$2 s=$SECONDS lim rc log
   shift 2
   echo
   echo "== $name: $*"
@@ -62,21 +63,24 @@ runstep() {
     return
   fi
   lim=$(limit_for "$max")
-  timeout -k 10 "$lim" "$@"
-  rc=$?
-  if [ $rc = 0 ]; then
+  log=$(mktemp)
+  timeout -k 10 "$lim" "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ]; then
     result PASS "$name" "$s" ""
-  elif [ $rc = 124 ] || [ $rc = 137 ]; then
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     result FAIL "$name" "$s" "timed out after $lim s"
-  elif [ $rc = 77 ] && [ $gpu = 0 ]; then
+  elif [ "$rc" = 77 ] && [ $gpu = 0 ]; then
     result "NO GPU" "$name" "$s" "skipped (77): no GPU visible"
-  elif [ $rc = 77 ]; then
+  elif [ "$rc" = 77 ]; then
     result FAIL "$name" "$s" "skipped (77) on a machine with a GPU"
-  elif [ $gpu = 0 ]; then
-    result "NO GPU" "$name" "$s" "exit $rc without a GPU (expected)"
+  elif [ $gpu = 0 ] && grep -qE "cudaGetDeviceCount|no GPU|CUDA driver|no CUDA-capable" "$log" &&
+       ! grep -qE "cannot load|not found \(looked in" "$log"; then
+    result "NO GPU" "$name" "$s" "exit $rc: $(grep -m1 -E 'cudaGetDeviceCount|no GPU|CUDA driver|no CUDA-capable' "$log" | cut -c1-120)"
   else
     result FAIL "$name" "$s" "exit $rc"
   fi
+  rm -f "$log"
 }
 
 summary() {
