@@ -199,6 +199,7 @@ unpack_deps() {
 deps=$bld/deps
 lim=$(limit_for 360)
 {
+  rm -f "$bld/CMakeCache.txt" # nothing found by an earlier configure is kept
   lib=$(unpack_deps "$deps") &&
     echo "Jansson and SQLite from .gpu-deps: $lib" &&
     timeout -k 10 "$lim" cmake -S "$root" -B "$bld" -DCMAKE_BUILD_TYPE=Release \
