@@ -394,8 +394,13 @@ int cmd_run(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (bp->nranks != nranks) {
+#ifdef PODPLAN_MPI1 /* the one-rank stand-in for MPI (backend/mpi1) */
+    pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this build has no MPI (PODPLAN_MPI=OFF) "
+               "and runs plans of one rank only", bp->nranks);
+#else
     pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this job has %d (mpirun -n %d podplan "
                "run ...)", bp->nranks, nranks, bp->nranks);
+#endif
     rc = fail_once(rank, &err);
     goto cleanup;
   }

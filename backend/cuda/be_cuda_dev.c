@@ -783,7 +783,7 @@ static int cuda_coll(be_dev *d, int gi, cm_coll c, double bytes, pp_err *err) {
 /* ---- pipeline messages ----------------------------------------------------------------------- */
 
 static int cuda_send(be_dev *d, int peer, double bytes, pp_err *err) {
-  size_t count;
+  size_t count = 0;
   if (be_nc__send(&d->nc, peer, bytes, &count, err)) return err->code;
   if (d->verify) CU_TRY(be_cuda__fill_pattern(d->in, d->kt, count, count, d->rank, 0, d->stream));
   return issue(d, err); /* nothing: the send waits for the next receive */
@@ -795,7 +795,7 @@ static double want_msg(const void *p, size_t i) {
 }
 
 static int cuda_recv(be_dev *d, int peer, double bytes, pp_err *err) {
-  size_t count;
+  size_t count = 0;
   if (be_nc__recv(&d->nc, peer, bytes, &count, err)) return err->code;
   if (d->verify) CU_TRY(be_cuda__fill_value(d->out, d->kt, count, CU_SENTINEL, d->stream));
   if (issue(d, err)) return err->code;
