@@ -765,7 +765,7 @@ static int cuda_coll(be_dev *d, int gi, cm_coll c, double bytes, pp_err *err) {
   be_cuda_dt kt = x.elem == 4 ? BE_CUDA_FP32 : d->kt;
   coll_shape s;
   colls[c].shape(&x, &s);
-  /* the pending sends (every step but the last) read the input before the pattern is written */
+  /* steps before the collective's own (none: be_nc__coll refuses an open batch) go first */
   int last = d->nc.nsteps - 1;
   if (issue_steps(d, 0, last, err)) return err->code;
   if (d->verify) {
