@@ -51,11 +51,11 @@ static int fwd_mem(be_dev *d, double bytes, pp_err *e) { return F(d)->dv->mem(F(
 static int fwd_coll(be_dev *d, int g, cm_coll c, double bytes, pp_err *e) {
   return F(d)->dv->coll(F(d)->d, g, c, bytes, e);
 }
-static int fwd_send(be_dev *d, int peer, double bytes, pp_err *e) {
-  return F(d)->dv->send(F(d)->d, peer, bytes, e);
+static int fwd_send(be_dev *d, int peer, double bytes, int end, pp_err *e) {
+  return F(d)->dv->send(F(d)->d, peer, bytes, end, e);
 }
-static int fwd_recv(be_dev *d, int peer, double bytes, pp_err *e) {
-  return F(d)->dv->recv(F(d)->d, peer, bytes, e);
+static int fwd_recv(be_dev *d, int peer, double bytes, int end, pp_err *e) {
+  return F(d)->dv->recv(F(d)->d, peer, bytes, end, e);
 }
 static int fwd_barrier(be_dev *d, pp_err *e) { return F(d)->dv->barrier(F(d)->d, e); }
 static int fwd_mark(be_dev *d, int i, pp_err *e) { return F(d)->dv->mark(F(d)->d, i, e); }

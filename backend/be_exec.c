@@ -21,10 +21,10 @@ static int run_coll(const be_device *dv, be_dev *d, const be_op *op, pp_err *err
   return dv->coll(d, op->group, op->coll, op->bytes, err);
 }
 static int run_send(const be_device *dv, be_dev *d, const be_op *op, pp_err *err) {
-  return dv->send(d, op->peer, op->bytes, err);
+  return dv->send(d, op->peer, op->bytes, op->batch_end, err);
 }
 static int run_recv(const be_device *dv, be_dev *d, const be_op *op, pp_err *err) {
-  return dv->recv(d, op->peer, op->bytes, err);
+  return dv->recv(d, op->peer, op->bytes, op->batch_end, err);
 }
 static int run_barrier(const be_device *dv, be_dev *d, const be_op *op, pp_err *err) {
   (void)op;

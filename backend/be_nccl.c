@@ -1,8 +1,8 @@
-/* The cuda device's NCCL calls, planned on the host (be_nccl.h). Pipeline sends stay pending
- * until the next receive, which issues them with itself in one NCCL group (Megatron's batched
- * isend/irecv); anything else issues them first, in a group of their own. All-to-all and the
- * ring exchange are sends and receives in one group on their communicator; the other
- * collectives are one call each. */
+/* The cuda device's NCCL calls, planned on the host (be_nccl.h). Pipeline messages come in
+ * the batches the lowering made (be_op.batch_end: Megatron-LM's batched isend/irecv, in its
+ * order); each batch is one NCCL group, issued at its last message. All-to-all and the ring
+ * exchange are sends and receives in one group on their communicator; the other collectives
+ * are one call each. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,48 +113,60 @@ int be_nc__connect(be_nc *nc, pp_err *err) {
   return PP_OK;
 }
 
-/* Appends the pending sends and, when recv_peer >= 0, a receive of recv_count from it, in one
- * group (none when there is nothing to issue). */
-static int p2p(be_nc *nc, int recv_peer, size_t recv_count, pp_err *err) {
-  if (!nc->npend && recv_peer < 0) return PP_OK;
-  if (step(nc, 1, err)) return err->code;
-  for (int i = 0; i < nc->npend; i++)
-    if (call(nc, nc->pend[i], err)) return err->code;
-  nc->npend = 0; /* issued or failed: either way not again */
-  if (recv_peer >= 0)
-    return call(nc, (be_nc_call){.kind = BE_NC_RECV, .comm = BE_NC_WORLD, .peer = recv_peer,
-                                 .count = recv_count}, err);
-  return PP_OK;
+/* Nothing may be issued while a batch is open: the lowering closes every batch before any
+ * other op. */
+static int no_batch(be_nc *nc, const char *what, pp_err *err) {
+  if (!nc->npend) return PP_OK;
+  return pp_err_set(err, PP_INTERNAL, "cuda: rank %d: %s with a p2p batch of %d messages "
+                    "open", nc->rank, what, nc->npend);
 }
 
-int be_nc__send(be_nc *nc, int peer, double bytes, size_t *count, pp_err *err) {
-  clear(nc);
-  if (msg_count(nc, peer, bytes, count, err)) return err->code;
+/* Adds c to the open batch; at its end, the batch as one group. */
+static int batch_add(be_nc *nc, be_nc_call c, int end, pp_err *err) {
   if (nc->npend == nc->cappend) {
     int cap = nc->cappend ? 2 * nc->cappend : 16;
     be_nc_call *p = realloc(nc->pend, (size_t)cap * sizeof *p);
     if (!p) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
     nc->pend = p, nc->cappend = cap;
   }
-  nc->pend[nc->npend++] =
-      (be_nc_call){.kind = BE_NC_SEND, .comm = BE_NC_WORLD, .peer = peer, .count = *count};
+  nc->pend[nc->npend++] = c;
+  if (!end) return PP_OK;
+  int n = nc->npend;
+  nc->npend = 0, nc->roff = 0; /* issued or failed: either way not again */
+  if (step(nc, 1, err)) return err->code;
+  for (int i = 0; i < n; i++)
+    if (call(nc, nc->pend[i], err)) return err->code;
   return PP_OK;
 }
 
-int be_nc__recv(be_nc *nc, int peer, double bytes, size_t *count, pp_err *err) {
+int be_nc__send(be_nc *nc, int peer, double bytes, int end, size_t *count, pp_err *err) {
   clear(nc);
   if (msg_count(nc, peer, bytes, count, err)) return err->code;
-  return p2p(nc, peer, *count, err);
+  return batch_add(nc, (be_nc_call){.kind = BE_NC_SEND, .comm = BE_NC_WORLD, .peer = peer,
+                                    .count = *count}, end, err);
+}
+
+int be_nc__recv(be_nc *nc, int peer, double bytes, int end, size_t *count, size_t *off,
+                pp_err *err) {
+  clear(nc);
+  if (msg_count(nc, peer, bytes, count, err)) return err->code;
+  if ((nc->roff + *count) * nc->elem > nc->msg_cap)
+    return pp_err_set(err, PP_INTERNAL, "cuda: the receives of a p2p batch take %zu bytes: "
+                      "the buffers hold %zu", (nc->roff + *count) * nc->elem, nc->msg_cap);
+  *off = nc->roff;
+  nc->roff += *count;
+  return batch_add(nc, (be_nc_call){.kind = BE_NC_RECV, .comm = BE_NC_WORLD, .peer = peer,
+                                    .count = *count, .off = *off}, end, err);
 }
 
 int be_nc__flush(be_nc *nc, pp_err *err) {
   clear(nc);
-  return p2p(nc, -1, 0, err);
+  return no_batch(nc, "a fence", err);
 }
 
 int be_nc__barrier(be_nc *nc, pp_err *err) {
   clear(nc);
-  if (p2p(nc, -1, 0, err) || step(nc, 0, err)) return err->code;
+  if (no_batch(nc, "the barrier", err) || step(nc, 0, err)) return err->code;
   return call(nc, (be_nc_call){.kind = BE_NC_BARRIER, .comm = BE_NC_WORLD, .count = 1,
                                .fp32 = 1, .hs = 1}, err);
 }
@@ -202,7 +214,7 @@ int be_nc__coll(be_nc *nc, int gi, cm_coll c, double bytes, be_nc_coll *x, pp_er
     return pp_err_set(err, PP_INTERNAL, "cuda: %s on group %d: %zu elements of %zu bytes "
                       "exceed the %zu-byte buffers", cm_coll_name(c), gi, x->total, x->elem,
                       nc->msg_cap);
-  if (p2p(nc, -1, 0, err)) return err->code;
+  if (no_batch(nc, cm_coll_name(c), err)) return err->code;
   nc_how how = coll_rows[c].how;
   be_nc_call k = {.kind = BE_NC_COLL, .comm = x->comm, .coll = c, .fp32 = fp32,
                   .count = how == NC_CHUNK ? x->chunk : x->total};

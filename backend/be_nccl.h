@@ -1,5 +1,5 @@
 /* How the cuda device turns one rank's ops into NCCL calls, as host-side C without CUDA: which
- * sends and receives share an ncclGroup, on which communicator each call runs, how big it is
+ * sends and receives share an ncclGroup (one p2p batch of the program, be_op.batch_end), on which communicator each call runs, how big it is
  * (and be_gpu_index, the GPU a rank picks).
  * The cuda device (cuda/be_cuda_dev.c) issues exactly these calls; tests/test_replay.c replays
  * them for every rank of a plan under NCCL's matching rules. Depends on be.h only. */
@@ -25,7 +25,8 @@ typedef struct be_nc_call {
   int peer;     /* SEND, RECV: the peer's rank in comm */
   cm_coll coll; /* COLL: never all-to-all or send-recv (those are sends and receives) */
   size_t count; /* elements: NCCL's count argument */
-  size_t off;   /* SEND: first element read from the input buffer; RECV: written in the output */
+  size_t off;   /* SEND: first element read from the input buffer; RECV: written in the output
+                   (a batch's receives side by side) */
   int fp32;     /* 1: fp32 elements (a verified reduction), 0: the run's 16-bit type */
   int hs;       /* 1: the one-element handshake buffers instead of the input and output */
 } be_nc_call;
@@ -56,8 +57,9 @@ typedef struct be_nc {
   int verify;             /* 1: reductions in fp32 */
   unsigned char *peer;    /* per world rank: a pipeline peer, connected at open */
   int npeers;
-  be_nc_call *pend;       /* sends waiting for the next receive */
+  be_nc_call *pend;       /* the open p2p batch */
   int npend, cappend;
+  size_t roff;            /* elements its receives take in the output buffer */
   be_nc_step *steps;
   int nsteps, capsteps;
   be_nc_call *calls;
@@ -74,16 +76,17 @@ void be_nc__free(be_nc *nc);
  * from each, so that every pair's connections are made while all ranks are there. */
 int be_nc__connect(be_nc *nc, pp_err *err);
 
-/* A send: nothing to issue yet, it waits for the next receive or anything else. */
-int be_nc__send(be_nc *nc, int peer, double bytes, size_t *count, pp_err *err);
-/* A receive, with the pending sends. */
-int be_nc__recv(be_nc *nc, int peer, double bytes, size_t *count, pp_err *err);
-/* The pending sends alone (before a collective, the barrier, a fence, closing). */
+/* A send or a receive joins the open p2p batch (*count: its elements; receive: *off, where
+ * it lands in the output buffer); nothing to issue until `end`, the batch's last message:
+ * then the whole batch, in order, is one group (be.h, be_op.batch_end). */
+int be_nc__send(be_nc *nc, int peer, double bytes, int end, size_t *count, pp_err *err);
+int be_nc__recv(be_nc *nc, int peer, double bytes, int end, size_t *count, size_t *off,
+                pp_err *err);
+/* Nothing to issue (at a fence): a batch left open is an error. */
 int be_nc__flush(be_nc *nc, pp_err *err);
-/* Collective c on group gi of `bytes` per rank: the pending sends, then the collective;
- * *x gets its shape. */
+/* Collective c on group gi of `bytes` per rank (no batch open); *x gets its shape. */
 int be_nc__coll(be_nc *nc, int gi, cm_coll c, double bytes, be_nc_coll *x, pp_err *err);
-/* The pending sends, then the job's barrier. */
+/* The job's barrier (no batch open). */
 int be_nc__barrier(be_nc *nc, pp_err *err);
 
 #endif

@@ -1,11 +1,14 @@
 /* The executor on a stand-in device whose marks are known: every op's start and the end of
  * the last op come back (op_start has nops + 1 entries), per-op times are the differences of
- * consecutive marks, and the iteration time is the last mark. */
+ * consecutive marks, and the iteration time is the last mark; sends and receives reach the
+ * device with their op's batch_end. */
 #include "check.h"
 #include "podplan/be.h"
 
 struct be_dev {
   int marks; /* highest mark index made + 1 */
+  int p2p;   /* sends and receives run */
+  int ends;  /* those with end set */
 };
 
 static int ok_gemm(be_dev *d, int m, int n, int k, int batch, pp_err *err) {
@@ -24,8 +27,9 @@ static int ok_coll(be_dev *d, int group, cm_coll c, double bytes, pp_err *err) {
   (void)d, (void)group, (void)c, (void)bytes, (void)err;
   return PP_OK;
 }
-static int ok_p2p(be_dev *d, int peer, double bytes, pp_err *err) {
-  (void)d, (void)peer, (void)bytes, (void)err;
+static int ok_p2p(be_dev *d, int peer, double bytes, int end, pp_err *err) {
+  (void)peer, (void)bytes, (void)err;
+  d->p2p++, d->ends += end != 0;
   return PP_OK;
 }
 static int ok_barrier(be_dev *d, pp_err *err) {
@@ -63,10 +67,20 @@ int main(void) {
   pp_err err = {0};
   CHECK_EQ(be_exec(&dev, &d, &pg, &o, &r, &err), PP_OK);
   CHECK_EQ(r.nops, 3);
+  CHECK_EQ(d.p2p, 0);
   CHECK(r.verified);
   for (int i = 0; i <= 3; i++) CHECK_NEAR(r.op_start[i], i * i * 1e-3, 1e-12);
   for (int i = 0; i < 3; i++) CHECK_NEAR(r.op_s[i], (2 * i + 1) * 1e-3, 1e-9);
   for (int it = 0; it < 2; it++) CHECK_NEAR(r.iter_s[it], 9e-3, 1e-12);
+  be_exec_result_clear(&r);
+
+  /* one batch: a send, then a receive that ends it, in each of the 4 iterations */
+  be_op msgs[2] = {{.kind = BE_OP_SEND, .bytes = 64, .peer = 0},
+                   {.kind = BE_OP_RECV, .bytes = 64, .peer = 0, .batch_end = 1}};
+  be_prog pm = {.rank = 0, .ops = msgs, .nops = 2, .cap = 2};
+  CHECK_EQ(be_exec(&dev, &d, &pm, &o, &r, &err), PP_OK);
+  CHECK_EQ(d.p2p, 8);
+  CHECK_EQ(d.ends, 4);
   be_exec_result_clear(&r);
   return check_status();
 }

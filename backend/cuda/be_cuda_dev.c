@@ -18,9 +18,9 @@
  *   ring rounds every partial sum. Data movement keeps the run's type (values 1..251 are
  *   exact in it).
  * - Which NCCL calls an op becomes, and which share a group, is planned on the host by
- *   be_nccl.c (tests/test_replay.c replays that plan for every rank): pipeline sends stay
- *   pending until the next receive, which issues them with itself in one NCCL group
- *   (Megatron's batched isend/irecv); anything else flushes them first. NCCL connects a pair
+ *   be_nccl.c (tests/test_replay.c replays that plan for every rank): each p2p batch of the
+ *   program (be_op.batch_end; Megatron's batched isend/irecv) is one NCCL group, issued at
+ *   its last message, its receives side by side in the output buffer. NCCL connects a pair
  *   of ranks the first time they exchange messages and both must then ask for the same
  *   connections (ncclTransportP2pSetup swaps both directions): a send grouped with a receive
  *   from another stage asks for one direction only. So every pipeline peer (be_dev_cfg.peers)
@@ -634,10 +634,9 @@ static void describe(be_dev *d, const be_nc_step *st) {
              spec_grp_name((spec_grp)c->comm));
   else if (c->hs)
     snprintf(s, cap, "connecting %d pipeline peers", st->n / 2);
-  else if (last->kind == BE_NC_RECV)
-    snprintf(s, cap, "recv from rank %d (with %d sends)", last->peer, st->n - 1);
   else
-    snprintf(s, cap, "%d sends (last to rank %d)", st->n, last->peer);
+    snprintf(s, cap, "p2p batch of %d messages (last: %s rank %d)", st->n,
+             last->kind == BE_NC_RECV ? "recv from" : "send to", last->peer);
 }
 
 /* Issues steps [from, to) of those be_nccl.c planned last, in order: a grouped step between
@@ -766,7 +765,7 @@ static int cuda_coll(be_dev *d, int gi, cm_coll c, double bytes, pp_err *err) {
   be_cuda_dt kt = x.elem == 4 ? BE_CUDA_FP32 : d->kt;
   coll_shape s;
   colls[c].shape(&x, &s);
-  /* the pending sends (every step but the last) read the input before the pattern is written */
+  /* steps before the collective's own (none: be_nc__coll refuses an open batch) go first */
   int last = d->nc.nsteps - 1;
   if (issue_steps(d, 0, last, err)) return err->code;
   if (d->verify) {
@@ -782,27 +781,38 @@ static int cuda_coll(be_dev *d, int gi, cm_coll c, double bytes, pp_err *err) {
 
 /* ---- pipeline messages ----------------------------------------------------------------------- */
 
-static int cuda_send(be_dev *d, int peer, double bytes, pp_err *err) {
-  size_t count = 0;
-  if (be_nc__send(&d->nc, peer, bytes, &count, err)) return err->code;
-  if (d->verify) CU_TRY(be_cuda__fill_pattern(d->in, d->kt, count, count, d->rank, 0, d->stream));
-  return issue(d, err); /* nothing: the send waits for the next receive */
-}
-
 static double want_msg(const void *p, size_t i) {
   (void)i;
   return pattern(*(const int *)p, 0, 0);
 }
 
-static int cuda_recv(be_dev *d, int peer, double bytes, pp_err *err) {
-  size_t count = 0;
-  if (be_nc__recv(&d->nc, peer, bytes, &count, err)) return err->code;
-  if (d->verify) CU_TRY(be_cuda__fill_value(d->out, d->kt, count, CU_SENTINEL, d->stream));
+/* Issues what be_nccl.c planned (a batch at its end, else nothing); while verifying, checks
+ * every receive of it. */
+static int issue_batch(be_dev *d, pp_err *err) {
   if (issue(d, err)) return err->code;
-  if (!d->verify) return PP_OK;
-  char what[48];
-  snprintf(what, sizeof what, "recv from rank %d", peer);
-  return check_sample(d, d->out, d->kt, 1, count, want_msg, &peer, what, err);
+  for (int i = 0; i < d->nc.ncalls && d->verify; i++) {
+    const be_nc_call *c = &d->nc.calls[i];
+    if (c->kind != BE_NC_RECV) continue;
+    char what[48];
+    snprintf(what, sizeof what, "recv from rank %d", c->peer);
+    if (check_sample(d, at(d->out, c->off), d->kt, 1, c->count, want_msg, &c->peer, what, err))
+      return err->code;
+  }
+  return PP_OK;
+}
+
+static int cuda_send(be_dev *d, int peer, double bytes, int end, pp_err *err) {
+  size_t count = 0;
+  if (be_nc__send(&d->nc, peer, bytes, end, &count, err)) return err->code;
+  if (d->verify) CU_TRY(be_cuda__fill_pattern(d->in, d->kt, count, count, d->rank, 0, d->stream));
+  return issue_batch(d, err);
+}
+
+static int cuda_recv(be_dev *d, int peer, double bytes, int end, pp_err *err) {
+  size_t count = 0, off = 0;
+  if (be_nc__recv(&d->nc, peer, bytes, end, &count, &off, err)) return err->code;
+  if (d->verify) CU_TRY(be_cuda__fill_value(at(d->out, off), d->kt, count, CU_SENTINEL, d->stream));
+  return issue_batch(d, err);
 }
 
 static int cuda_barrier(be_dev *d, pp_err *err) {
