@@ -25,11 +25,15 @@ struct be_dev {
   float *a, *b, *c, *s;             /* GEMM operands, attention scores */
   size_t gemm_elems, attn_elems;
   char *sbuf, *rbuf;                /* collective buffers */
-  char *pbuf;                       /* pipeline sends: only ever holds rank + 1, so pending
-                                       sends may share it */
+  char *pbuf;                       /* pipeline sends: only ever holds rank + 1, so the sends
+                                       of a batch share it */
   size_t msg_bytes;
-  MPI_Request *pending;             /* sends not yet completed */
+  MPI_Request *pending;             /* the open p2p batch's sends and receives */
+  int *from;                        /* per pending request: the receive's peer, -1 a send */
+  size_t *roff;                     /* per pending receive: its first float in rbuf */
+  int *rcount;                      /* per pending receive: its floats */
   int npending, cappending;
+  size_t rused;                     /* floats of rbuf the batch's receives take */
   double *marks;
   int nmarks;
   double timeout_s;
@@ -144,7 +148,7 @@ static void cpu_close(be_dev *d, int failed) {
     if (d->world != MPI_COMM_NULL) MPI_Comm_free(&d->world);
   }
   free(d->a), free(d->b), free(d->c), free(d->s), free(d->sbuf), free(d->rbuf), free(d->pbuf);
-  free(d->pending), free(d->marks);
+  free(d->pending), free(d->from), free(d->roff), free(d->rcount), free(d->marks);
   free(d);
 }
 
@@ -329,43 +333,66 @@ static int cpu_coll(be_dev *d, int gi, cm_coll c, double bytes, pp_err *err) {
   return PP_OK;
 }
 
-static int cpu_send(be_dev *d, int peer, double bytes, pp_err *err) {
+/* Posts a message of the open batch (from: the receive's peer, -1 a send). */
+static int batch_post(be_dev *d, int peer, double bytes, int from, pp_err *err) {
   if (d->npending == d->cappending) {
     int cap = d->cappending ? 2 * d->cappending : 64;
     MPI_Request *r = realloc(d->pending, (size_t)cap * sizeof *r);
-    if (!r) return pp_err_set(err, PP_NOMEM, "cpu: out of memory");
-    d->pending = r, d->cappending = cap;
+    if (r) d->pending = r;
+    int *f = realloc(d->from, (size_t)cap * sizeof *f);
+    if (f) d->from = f;
+    size_t *o = realloc(d->roff, (size_t)cap * sizeof *o);
+    if (o) d->roff = o;
+    int *c = realloc(d->rcount, (size_t)cap * sizeof *c);
+    if (c) d->rcount = c;
+    if (!r || !f || !o || !c) return pp_err_set(err, PP_NOMEM, "cpu: out of memory");
+    d->cappending = cap;
   }
-  int count = (int)(bytes / sizeof(float));
-  int e = MPI_Isend(d->pbuf, count, MPI_FLOAT, peer, 0, d->world, &d->pending[d->npending]);
-  if (e != MPI_SUCCESS) return mpi_fail(d, err, "MPI_Isend", e);
+  int count = (int)(bytes / sizeof(float)), k = d->npending, e;
+  if (from < 0) {
+    e = MPI_Isend(d->pbuf, count, MPI_FLOAT, peer, 0, d->world, &d->pending[k]);
+  } else {
+    if ((d->rused + (size_t)count) * sizeof(float) > d->msg_bytes)
+      return pp_err_set(err, PP_INTERNAL, "cpu: the receives of a p2p batch take %zu bytes: "
+                        "the buffers hold %zu", (d->rused + (size_t)count) * sizeof(float),
+                        d->msg_bytes);
+    d->roff[k] = d->rused, d->rcount[k] = count;
+    d->rused += (size_t)count;
+    e = MPI_Irecv((float *)d->rbuf + d->roff[k], count, MPI_FLOAT, peer, 0, d->world,
+                  &d->pending[k]);
+  }
+  if (e != MPI_SUCCESS) return mpi_fail(d, err, from < 0 ? "MPI_Isend" : "MPI_Irecv", e);
+  d->from[k] = from;
   d->npending++;
   return PP_OK;
 }
 
-static int cpu_recv(be_dev *d, int peer, double bytes, pp_err *err) {
-  int count = (int)(bytes / sizeof(float));
-  MPI_Request req;
-  int e = MPI_Irecv(d->rbuf, count, MPI_FLOAT, peer, 0, d->world, &req);
-  if (e != MPI_SUCCESS) return mpi_fail(d, err, "MPI_Irecv", e);
-  char what[64];
-  snprintf(what, sizeof what, "a message from rank %d", peer);
-  if (wait_all(d, &req, 1, what, err)) return err->code;
-  if (d->verify)
-    for (int i = 0; i < count; i++)
-      if (((float *)d->rbuf)[i] != (float)(peer + 1)) {
+/* The batch's end: waits for all of it; while verifying, checks what each receive got. */
+static int batch_wait(be_dev *d, pp_err *err) {
+  int n = d->npending;
+  if (wait_all(d, d->pending, n, "a batch of pipeline messages", err)) return err->code;
+  d->npending = 0, d->rused = 0;
+  for (int k = 0; k < n && d->verify; k++) {
+    if (d->from[k] < 0) continue;
+    const float *got = (const float *)d->rbuf + d->roff[k];
+    for (int i = 0; i < d->rcount[k]; i++)
+      if (got[i] != (float)(d->from[k] + 1)) {
         d->failed = 1;
         return pp_err_set(err, PP_DEVICE, "cpu: rank %d: message from rank %d: element %d is "
-                          "%g, expected %d", d->rank, peer, i, ((float *)d->rbuf)[i], peer + 1);
+                          "%g, expected %d", d->rank, d->from[k], i, got[i], d->from[k] + 1);
       }
+  }
   return PP_OK;
 }
 
-static int flush_sends(be_dev *d, pp_err *err) {
-  if (!d->npending) return PP_OK;
-  int rc = wait_all(d, d->pending, d->npending, "pipeline sends to complete", err);
-  if (!rc) d->npending = 0;
-  return rc;
+static int cpu_send(be_dev *d, int peer, double bytes, int end, pp_err *err) {
+  if (batch_post(d, peer, bytes, -1, err)) return err->code;
+  return end ? batch_wait(d, err) : PP_OK;
+}
+
+static int cpu_recv(be_dev *d, int peer, double bytes, int end, pp_err *err) {
+  if (batch_post(d, peer, bytes, peer, err)) return err->code;
+  return end ? batch_wait(d, err) : PP_OK;
 }
 
 static int cpu_barrier(be_dev *d, pp_err *err) {
@@ -388,7 +415,12 @@ static int cpu_mark(be_dev *d, int i, pp_err *err) {
   return PP_OK;
 }
 
-static int cpu_fence(be_dev *d, pp_err *err) { return flush_sends(d, err); }
+/* Every batch has waited for all of its messages: one left open is the lowering's error. */
+static int cpu_fence(be_dev *d, pp_err *err) {
+  if (!d->npending) return PP_OK;
+  return pp_err_set(err, PP_INTERNAL, "cpu: rank %d: fence with a p2p batch of %d messages "
+                    "open", d->rank, d->npending);
+}
 
 static int cpu_times(be_dev *d, int n, double *t, pp_err *err) {
   if (n > d->nmarks) return pp_err_set(err, PP_INTERNAL, "cpu: %d marks asked, %d made", n, d->nmarks);

@@ -21,10 +21,10 @@ static int run_coll(const be_device *dv, be_dev *d, const be_op *op, pp_err *err
   return dv->coll(d, op->group, op->coll, op->bytes, err);
 }
 static int run_send(const be_device *dv, be_dev *d, const be_op *op, pp_err *err) {
-  return dv->send(d, op->peer, op->bytes, err);
+  return dv->send(d, op->peer, op->bytes, op->batch_end, err);
 }
 static int run_recv(const be_device *dv, be_dev *d, const be_op *op, pp_err *err) {
-  return dv->recv(d, op->peer, op->bytes, err);
+  return dv->recv(d, op->peer, op->bytes, op->batch_end, err);
 }
 static int run_barrier(const be_device *dv, be_dev *d, const be_op *op, pp_err *err) {
   (void)op;
@@ -86,7 +86,7 @@ int be_exec(const be_device *dv, be_dev *d, const be_prog *pg, const be_exec_opt
     if (rc) break;
     r->iter_s[it] = t[n];
     for (int i = 0; i < n; i++) r->op_s[i] += (t[i + 1] - t[i]) / o->iters;
-    if (it == o->iters - 1) memcpy(r->op_start, t, (size_t)n * sizeof *t);
+    if (it == o->iters - 1) memcpy(r->op_start, t, ((size_t)n + 1) * sizeof *t); /* + the end */
   }
   free(t);
   if (rc) be_exec_result_clear(r);

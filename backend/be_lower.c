@@ -20,7 +20,7 @@ const char *be_ev_name(be_ev e) { return (unsigned)e < BE_NEVS ? ev_names[e] : "
 
 void be_plan_free(be_plan *bp) {
   if (!bp) return;
-  for (int i = 0; i < bp->nranks; i++) free(bp->progs[i].ops);
+  for (int i = 0; i < bp->nranks; i++) free(bp->progs[i].ops), free(bp->progs[i].peers);
   for (int i = 0; i < bp->ngroups; i++) free(bp->groups[i].ranks);
   free(bp->progs), free(bp->groups);
   free(bp);
@@ -90,10 +90,12 @@ static void push(lower *L, be_prog *pg, be_op op) {
   be_plan *bp = L->bp;
   double mk = (double)op.batch * op.m * op.k, kn = (double)op.batch * op.k * op.n,
          mn = (double)op.batch * op.m * op.n;
-  if (op.kind == BE_OP_GEMM || op.kind == BE_OP_ATTN) {
-    double e = fmax(mk, fmax(op.kind == BE_OP_GEMM ? kn : (double)op.batch * op.n * op.k, mn));
-    if (e > bp->max_gemm_elems) bp->max_gemm_elems = e;
-    if (op.kind == BE_OP_ATTN && mn > bp->max_attn_elems) bp->max_attn_elems = mn;
+  /* GEMM: A, B and C in the operand buffers. Attention: Q and O (m x k), K and V (n x k) in
+   * them; only its score block (m x n) in the attention buffer */
+  if (op.kind == BE_OP_GEMM) bp->max_gemm_elems = fmax(bp->max_gemm_elems, fmax(mk, fmax(kn, mn)));
+  if (op.kind == BE_OP_ATTN) {
+    bp->max_gemm_elems = fmax(bp->max_gemm_elems, fmax(mk, (double)op.batch * op.n * op.k));
+    bp->max_attn_elems = fmax(bp->max_attn_elems, mn);
   }
   if ((op.kind == BE_OP_COLL || op.kind == BE_OP_SEND || op.kind == BE_OP_RECV) &&
       op.bytes > bp->max_msg_bytes)
@@ -132,12 +134,30 @@ static void part(lower *L, be_prog *pg, const spec_slot *sl, cm_part what, int f
   }
 }
 
-static void p2p(lower *L, be_prog *pg, be_op_kind k, const int *gpus, int n, double bytes,
-                int mb, int chunk) {
-  for (int i = 0; i < n; i++)
+/* The open p2p batch of a program. */
+typedef struct batch {
+  int n;         /* sends and receives in it */
+  double recv_b; /* bytes of its receives (they land side by side in the receive buffer) */
+} batch;
+
+/* One message per peer of gpus[0..n), into the open batch. */
+static void p2p(lower *L, be_prog *pg, batch *b, be_op_kind k, const int *gpus, int n,
+                double bytes, int mb, int chunk) {
+  for (int i = 0; i < n; i++) {
     push(L, pg, (be_op){.kind = k, .ev = BE_EV_P2P, .name = k == BE_OP_SEND ? "send" : "recv",
                         .mb = mb, .chunk = chunk, .bytes = bytes,
                         .peer = L->lay->slot_of_gpu[gpus[i]]});
+    b->n++;
+    if (k == BE_OP_RECV) b->recv_b += bytes;
+  }
+}
+
+/* Closes the open batch (none open: nothing): its last op gets batch_end. */
+static void batch_end(lower *L, be_prog *pg, batch *b) {
+  if (L->rc || !b->n) return;
+  pg->ops[pg->nops - 1].batch_end = 1;
+  if (b->recv_b > L->bp->max_msg_bytes) L->bp->max_msg_bytes = b->recv_b;
+  *b = (batch){0, 0};
 }
 
 static void coll(lower *L, be_prog *pg, be_ev ev, const char *name, int group, cm_coll c,
@@ -171,23 +191,54 @@ static void program(lower *L, int slot, spec_step *steps) {
   double in_b = uni ? pr.p2p_bytes : act / sl->prev_split;
   double out_b = uni ? pr.p2p_bytes : act / sl->next_split;
   int n = spec_schedule_steps(p->schedule, P, r, lay->microbatches, v, steps);
-  for (int i = 0; i < n && !L->rc; i++) {
-    spec_step s = steps[i];
-    int vs = s.chunk * P + r, first = vs == 0, last = vs == nvs - 1;
-    int layers = lay->layers[vs]; /* non-uniform: vs == r */
-    if (s.fwd) {
-      if (!first) p2p(L, pg, BE_OP_RECV, sl->prev, sl->nprev, in_b, s.mb, s.chunk);
-      if (first) part(L, pg, sl, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc);
-      for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 1, s.mb, s.chunk, deg, mbs, rc);
-      if (last) part(L, pg, sl, CM_PART_HEAD, 1, s.mb, s.chunk, deg, mbs, rc);
-      if (!last) p2p(L, pg, BE_OP_SEND, sl->next, sl->nnext, out_b, s.mb, s.chunk);
-    } else {
-      if (!last) p2p(L, pg, BE_OP_RECV, sl->next, sl->nnext, out_b, s.mb, s.chunk);
-      if (last) part(L, pg, sl, CM_PART_HEAD, 0, s.mb, s.chunk, deg, mbs, rc);
-      for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 0, s.mb, s.chunk, deg, mbs, rc);
-      if (first) part(L, pg, sl, CM_PART_EMBED, 0, s.mb, s.chunk, deg, mbs, rc);
-      if (!first) p2p(L, pg, BE_OP_SEND, sl->prev, sl->nprev, in_b, s.mb, s.chunk);
+  /* interleaved: warm-up forwards, then `steady` forward-backward pairs */
+  int warm = spec_schedule_warmup(p->schedule, P, r, lay->microbatches, v);
+  int steady = v > 1 ? lay->microbatches * v - warm : 0;
+  /* Units of the schedule and one p2p batch after each: the sends of what the unit produced
+   * and the receives of what the next unit needs (a batch before the first unit receives its
+   * inputs). Megatron-LM's p2p order: interleaved runs warm-up forwards, steady forward +
+   * backward pairs and cool-down backwards as units (send_forward_recv_forward, then
+   * send_forward_backward_recv_forward_backward, then send_backward_recv_backward); 1F1B and
+   * GPipe run every step as a unit (send_forward_recv_backward, send_backward_recv_forward).
+   * When an interleaved rank has no steady pair, the sends of its last forward and the
+   * receive of its first backward are two batches, as there (send_forward_recv_forward, then
+   * recv_backward). */
+  int pb = 0, pe = 0; /* the previous unit: steps [pb, pe) */
+  for (int i = 0; !L->rc;) {
+    int j = i == n ? n : i + 1;
+    if (i >= warm && i < warm + 2 * steady && (i - warm) % 2 == 0) j = i + 2;
+    int split = v > 1 && steady == 0 && pe == warm && i == warm && i < n;
+    batch b = {0, 0};
+    for (int k = pb; k < pe; k++) { /* sends of the previous unit */
+      spec_step s = steps[k];
+      int vs = s.chunk * P + r;
+      if (s.fwd && vs != nvs - 1) p2p(L, pg, &b, BE_OP_SEND, sl->next, sl->nnext, out_b, s.mb, s.chunk);
+      if (!s.fwd && vs != 0) p2p(L, pg, &b, BE_OP_SEND, sl->prev, sl->nprev, in_b, s.mb, s.chunk);
     }
+    for (int k = i; k < j; k++) { /* receives of this one */
+      spec_step s = steps[k];
+      int vs = s.chunk * P + r;
+      if (split && k == i) batch_end(L, pg, &b);
+      if (s.fwd && vs != 0) p2p(L, pg, &b, BE_OP_RECV, sl->prev, sl->nprev, in_b, s.mb, s.chunk);
+      if (!s.fwd && vs != nvs - 1) p2p(L, pg, &b, BE_OP_RECV, sl->next, sl->nnext, out_b, s.mb, s.chunk);
+    }
+    batch_end(L, pg, &b);
+    if (i == n) break;
+    for (int k = i; k < j; k++) { /* the unit's compute */
+      spec_step s = steps[k];
+      int vs = s.chunk * P + r, first = vs == 0, last = vs == nvs - 1;
+      int layers = lay->layers[vs]; /* non-uniform: vs == r */
+      if (s.fwd) {
+        if (first) part(L, pg, sl, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc);
+        for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 1, s.mb, s.chunk, deg, mbs, rc);
+        if (last) part(L, pg, sl, CM_PART_HEAD, 1, s.mb, s.chunk, deg, mbs, rc);
+      } else {
+        if (last) part(L, pg, sl, CM_PART_HEAD, 0, s.mb, s.chunk, deg, mbs, rc);
+        for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 0, s.mb, s.chunk, deg, mbs, rc);
+        if (first) part(L, pg, sl, CM_PART_EMBED, 0, s.mb, s.chunk, deg, mbs, rc);
+      }
+    }
+    pb = i, pe = j, i = j;
   }
   /* data-parallel tail: the parameters this rank holds, their gradients reduced over DP
    * (experts over expert-DP), Adam on the shard, the shards gathered back under ZeRO */
@@ -198,6 +249,27 @@ static void program(lower *L, int slot, spec_step *steps) {
   push(L, pg, (be_op){.kind = BE_OP_MEM, .ev = BE_EV_OPTIMIZER, .name = "adam", .mb = -1,
                       .chunk = -1, .bytes = CM_ADAM_BYTES_PER_PARAM * tail.shard_params});
   coll(L, pg, BE_EV_DP, "params", sl->group[SPEC_GRP_DP], CM_ALL_GATHER, tail.gather_bytes);
+}
+
+/* The ranks a program sends to or receives from, ascending, without itself. */
+static void peers(lower *L, be_prog *pg, int nranks) {
+  if (L->rc) return;
+  unsigned char *is = calloc((size_t)nranks, 1);
+  if (!is) {
+    L->rc = pp_err_set(L->err, PP_NOMEM, "backend: out of memory");
+    return;
+  }
+  int n = 0;
+  for (int i = 0; i < pg->nops; i++) {
+    const be_op *o = &pg->ops[i];
+    if ((o->kind == BE_OP_SEND || o->kind == BE_OP_RECV) && o->peer != pg->rank && !is[o->peer])
+      is[o->peer] = 1, n++;
+  }
+  pg->peers = malloc((size_t)(n ? n : 1) * sizeof *pg->peers);
+  if (!pg->peers) L->rc = pp_err_set(L->err, PP_NOMEM, "backend: out of memory");
+  for (int r = 0; r < nranks && pg->peers; r++)
+    if (is[r]) pg->peers[pg->npeers++] = r;
+  free(is);
 }
 
 int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
@@ -257,6 +329,7 @@ int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
   if (!rc) {
     lower L = {bp, cm, &lay, &p, err, 0};
     for (int s = 0; s < lay.nslots && !L.rc; s++) program(&L, s, steps);
+    for (int s = 0; s < lay.nslots && !L.rc; s++) peers(&L, &bp->progs[s], lay.nslots);
     rc = L.rc;
   }
   free(steps);

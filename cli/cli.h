@@ -48,7 +48,7 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
  * owned by the caller (spec_plan_clear). */
 int cli_load_specs(const char *cmd, const char *model, const char *cluster, int gpus,
                    const char *plan, spec_model *m, spec_cluster *c, spec_plan *p);
-/* The breakdown keys of design.md section 10 (compute_s ... optimizer_s) as a new object. */
+/* The breakdown keys of docs/cli.md (compute_s ... optimizer_s) as a new object. */
 json_t *cli_breakdown_json(const cm_breakdown *t);
 /* One transaction on the database at path db: the cluster (when c), the model, plan and
  * score sc with its breakdown (when sc; breakdown is consumed), and n measurements tied to
@@ -59,7 +59,10 @@ int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const s
 /* This process's rank as mpirun/srun tell it before MPI starts (0 when not launched): errors
  * every rank would find are printed by rank 0 only. */
 int cli_launcher_rank(void);
-/* For subcommands a later issue implements: -h prints usage and exits 0, anything else
+/* This rank's index among the job's ranks on its node (MPI started; 0 when unknown): the
+ * cuda device picks GPU local rank mod visible GPUs (be_gpu_index). */
+int cli_local_rank(void);
+/* For subcommands not implemented yet: -h prints usage and exits 0, anything else
  * says "not implemented yet" and exits 2. */
 int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);
 

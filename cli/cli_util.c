@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpi.h>
+
 #include "cli.h"
 
 int cli_fail(const char *cmd, const pp_err *err) {
@@ -107,6 +109,17 @@ int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const s
   store_close(s); /* rolls back what was not committed */
   free(bds);
   return rc;
+}
+
+int cli_local_rank(void) {
+  MPI_Comm node;
+  int lr = 0;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_free(&node);
+  }
+  return lr;
 }
 
 int cli_launcher_rank(void) {

@@ -107,7 +107,7 @@ static int env_open(const bench_opts *o, bench_env *e, double gemm_elems, double
   MPI_Comm world = MPI_COMM_WORLD;
   be_dev_cfg cfg = {e->rank, e->nranks, &world, group_of_all ? &e->world_group : NULL,
                     group_of_all ? 1 : 0, SPEC_DTYPE_BF16, gemm_elems, attn_elems, msg_bytes,
-                    120, 0};
+                    120, cli_local_rank(), NULL, 0};
   if (e->dv->open(&cfg, &e->d, &err)) {
     cli_fail(CMD, &err);
     return 1;

@@ -304,17 +304,6 @@ static int write_trace(const char *path, const be_plan *bp, const gathered *g, c
 
 /* ---- the command ------------------------------------------------------------------------ */
 
-static int local_rank(void) {
-  MPI_Comm node;
-  int lr = 0;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-      MPI_SUCCESS) {
-    MPI_Comm_rank(node, &lr);
-    MPI_Comm_free(&node);
-  }
-  return lr;
-}
-
 static int report(const run_opts *o, const be_plan *bp, const spec_model *m0,
                   const spec_cluster *c, const spec_plan *p, const gathered *g, int verified,
                   pp_err *err) {
@@ -405,15 +394,20 @@ int cmd_run(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   if (bp->nranks != nranks) {
+#ifdef PODPLAN_MPI1 /* the one-rank stand-in for MPI (backend/mpi1) */
+    pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this build has no MPI (PODPLAN_MPI=OFF) "
+               "and runs plans of one rank only", bp->nranks);
+#else
     pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this job has %d (mpirun -n %d podplan "
                "run ...)", bp->nranks, nranks, bp->nranks);
+#endif
     rc = fail_once(rank, &err);
     goto cleanup;
   }
   MPI_Comm world = MPI_COMM_WORLD;
   be_dev_cfg cfg = {rank, nranks, &world, bp->groups, bp->ngroups, bp->model.dtype,
                     bp->max_gemm_elems, bp->max_attn_elems, bp->max_msg_bytes, o.timeout_s,
-                    local_rank()};
+                    cli_local_rank(), bp->progs[rank].peers, bp->progs[rank].npeers};
   if (dv->open(&cfg, &d, &err)) goto device_failed;
   if (rank == o.inject_rank) {
     fprintf(stderr, "podplan run: rank %d: %s on purpose (--inject)\n", rank,

@@ -1,5 +1,5 @@
 /* podplan study: pillar, validate, capacity. validate is the cost model against published
- * training runs; pillar and capacity arrive with the search issues. */
+ * training runs; pillar and capacity are not implemented yet. */
 #include <string.h>
 
 #include "cli.h"

@@ -1,12 +1,25 @@
 # FindNCCL: NCCL headers and library, as the imported target NCCL::NCCL.
-# Looks next to the CUDA toolkit (CUDAToolkit_ROOT, /usr/local/cuda) and in system paths.
+# With NCCL_ROOT (-DNCCL_ROOT=..., or the environment variable), only there: e.g. the
+# nvidia-nccl-cu13 wheel's folder site-packages/nvidia/nccl, with include/nccl.h and
+# lib/libnccl.so.2 but no unversioned libnccl.so. Otherwise next to the CUDA toolkit
+# (CUDAToolkit_ROOT, /usr/local/cuda) and in system paths.
 # Sets NCCL_FOUND, NCCL_VERSION, NCCL_INCLUDE_DIR, NCCL_LIBRARY.
-find_path(NCCL_INCLUDE_DIR nccl.h
-  HINTS ${NCCL_ROOT} ${CUDAToolkit_ROOT} ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda
-  PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY nccl
-  HINTS ${NCCL_ROOT} ${CUDAToolkit_ROOT} ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda
-  PATH_SUFFIXES lib64 lib)
+if(NOT NCCL_ROOT AND DEFINED ENV{NCCL_ROOT})
+  set(NCCL_ROOT $ENV{NCCL_ROOT})
+endif()
+if(NCCL_ROOT)
+  # only there: header and library must come from the same NCCL
+  find_path(NCCL_INCLUDE_DIR nccl.h PATHS ${NCCL_ROOT} PATH_SUFFIXES include NO_DEFAULT_PATH)
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR PATHS ${NCCL_ROOT}
+               PATH_SUFFIXES lib64 lib NO_DEFAULT_PATH)
+else()
+  find_path(NCCL_INCLUDE_DIR nccl.h
+    HINTS ${CUDAToolkit_ROOT} ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda
+    PATH_SUFFIXES include)
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR
+    HINTS ${CUDAToolkit_ROOT} ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda
+    PATH_SUFFIXES lib64 lib)
+endif()
 if(NCCL_INCLUDE_DIR AND EXISTS "${NCCL_INCLUDE_DIR}/nccl.h")
   file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _nccl_v REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
   foreach(_part MAJOR MINOR PATCH)

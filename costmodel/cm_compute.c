@@ -8,7 +8,7 @@
  * fraction of tile area that holds real output, and the k term the prologue/epilogue cost of a
  * short k-loop. The better of the tile and its transpose is taken, as cuBLAS's heuristics do.
  * gemm_eff is the efficiency of an ideal shape; with the defaults an 8192^3 bf16 GEMM on an
- * H200 comes out at 80% of peak, as measured (../shared/notes/gpu.md: 78-81%). */
+ * H200 comes out at 80% of peak, as measured (78-81% with cuBLAS; docs/models.md). */
 #include <math.h>
 
 #include "cm_int.h"

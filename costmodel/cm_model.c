@@ -9,7 +9,7 @@
 
 void cm_params_default(const spec_model *m, cm_params *p) {
   memset(p, 0, sizeof *p);
-  /* GEMM: 0.84 of peak for an ideal shape puts 8192^3 bf16 on an H200 at 80% (notes/gpu.md:
+  /* GEMM: 0.84 of peak for an ideal shape puts 8192^3 bf16 on an H200 at 80% (docs/models.md:
    * 78-81% measured with cuBLAS); cuBLAS's large tiles are 128x256 */
   p->gemm_eff = 0.84;
   p->gemm_tile_m = 128;
@@ -20,9 +20,9 @@ void cm_params_default(const spec_model *m, cm_params *p) {
    * backward (counting the backward as 2.5 forward passes, as its benchmarks do) */
   p->attn_fwd_eff = 0.55;
   p->attn_bwd_eff = 0.45;
-  /* device-to-device copy: 4.3 of 4.8 TB/s on an H200 (notes/gpu.md) */
+  /* device-to-device copy: 4.3 of 4.8 TB/s on an H200 (measured; docs/models.md) */
   p->hbm_eff = 0.9;
-  /* collectives, from nccl_busbw.csv and notes/nccl.md:
+  /* collectives, from benchmarks/data/nccl_busbw.csv and NCCL's tuning model (docs/models.md):
    * NVLink ring busbw ~370 GB/s of 450 on 8 H100 and ~230 of 300 on 8 A100: 0.82 sits within
    * 5% of both; IB per NIC 46-48 GB/s of NDR's 50, ~24 of HDR's 25: 0.96. NVLS: the
    * 8-GPU DGX H100 curve (1 MiB .. 16 GiB) fits 2(n-1)/(n+1) * 450 * 0.714 with a ramp of
@@ -480,7 +480,7 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
     double D = (double)r->cfg->dp * r->cfg->cp, E = D / r->cfg->ep;
     double shard = zero >= 1 ? r->params / D + r->expert_params / E : r->params + r->expert_params;
-    double opt = cm__mem_time(cm, 30.0 * shard);
+    double opt = cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * shard);
     if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
     slack += r->bwd;
   }

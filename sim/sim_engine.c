@@ -1,8 +1,8 @@
 /* Running a world in SimGrid: a child process per run (SimGrid loads one platform per process
  * and keeps global state), the platform written from the topology and the routes the
  * programs need, an actor per GPU executing its program, and the results sent back through a
- * pipe. Network model: CM02 without TCP gamma and cross-traffic (../shared/notes/simgrid.md:
- * LV08's factors model TCP, not NVLink or RDMA); link latencies are zero and latencies are
+ * pipe. Network model: CM02 without TCP gamma and cross-traffic (docs/models.md: SimGrid's
+ * default LV08 factors model TCP, not NVLink or RDMA); link latencies are zero and latencies are
  * delays in the collectives, so that flows sharing a bottleneck share it equally. */
 #include <errno.h>
 #include <math.h>

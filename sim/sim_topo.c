@@ -3,7 +3,7 @@
  *
  * Links (all with zero latency: SimGrid's CM02 shares a bottleneck in proportion to 1/latency,
  * which is not how NVLink or RDMA share, so latencies are added as delays by the collectives,
- * see ../shared/notes/simgrid.md):
+ * see docs/models.md):
  *   nvl<g>    a GPU's NVLink port to the node's switches, split duplex (UP leaves the GPU);
  *             the NVSwitches themselves are non-blocking and not modelled as links
  *   up<n>     a node's NVLink uplink to the second level of a multi-node domain (taper)

@@ -9,6 +9,13 @@
 static const char *const grp_names[SPEC_NGRPS] = {"tp", "cp", "dp", "ep", "edp"};
 const char *spec_grp_name(spec_grp k) { return (unsigned)k < SPEC_NGRPS ? grp_names[k] : "?"; }
 
+int spec_schedule_warmup(spec_schedule s, int P, int r, int m, int v) {
+  int total = m * v;
+  if (s == SPEC_SCHED_GPIPE) return total;
+  int warm = v == 1 ? P - r - 1 : (P - r - 1) * 2 + (v - 1) * P;
+  return warm > total ? total : warm;
+}
+
 int spec_schedule_steps(spec_schedule s, int P, int r, int m, int v, spec_step *out) {
   int total = m * v, n = 0;
   if (s == SPEC_SCHED_GPIPE) {
@@ -16,8 +23,7 @@ int spec_schedule_steps(spec_schedule s, int P, int r, int m, int v, spec_step *
     for (int i = 0; i < m; i++) out[n++] = (spec_step){0, i, 0};
     return n;
   }
-  int warm = v == 1 ? P - r - 1 : (P - r - 1) * 2 + (v - 1) * P;
-  if (warm > total) warm = total;
+  int warm = spec_schedule_warmup(s, P, r, m, v);
   /* k-th forward (backward) of the rank: microbatches go in groups of P per chunk */
 #define FW(k) (spec_step){1, (k) / (P * v) * P + (k) % P, v == 1 ? 0 : (k) / P % v}
 #define BW(k) (spec_step){0, (k) / (P * v) * P + (k) % P, v == 1 ? 0 : v - 1 - (k) / P % v}

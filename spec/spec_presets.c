@@ -1,5 +1,5 @@
 /* Built-in presets: models, GPUs and clusters, each row with the source of its figures.
- * Hardware figures come from ../shared/data/hardware.csv (copied where noted); latencies are
+ * Hardware figures come from benchmarks/data/hardware.csv (copied where noted); latencies are
  * NCCL's per-hop figures (nccl src/graph/tuning.cc, LL protocol: NVLink 0.6 us, network
  * 2.7 us) unless a row says otherwise. Calibration replaces efficiencies and latencies later;
  * these are the published starting points. */
@@ -106,11 +106,12 @@ static const struct {
       .nvlink = NVLINK(256, 450, 0.7, 2, 1), .network = RAIL_FAT_TREE(400, 8, 64)},
      "DGX H100 SuperPOD with NVLink Switch System: hardware.csv (256 GPUs in one NVLink domain, "
      "72 NVLink4 ports per node to the second level = 2:1 taper); NDR rail-optimized IB between "
-     "pods; 0.7 us NVLink latency as design.md's example (an extra switch level)"},
+     "pods; 0.7 us NVLink latency assumed (NCCL's 0.6 us hop, and an extra switch level)"},
     {{.name = "gb200-nvl72", .gpu = GB200, .gpus = 72, .gpus_per_node = 4,
       .nvlink = NVLINK(72, 900, 0.6, 1, 1), .network = RAIL_FAT_TREE(400, 4, 64)},
      "GB200 NVL72: hardware.csv (72 GPUs, NVLink5 1800 GB/s bidir per GPU, 18 NVSwitch chips, "
-     "4 GPUs per compute tray); 400 Gb/s per GPU between racks (ConnectX-7) as design.md says"},
+     "4 GPUs per compute tray); 400 Gb/s per GPU between racks (ConnectX-7; assumed, "
+     "hardware.csv names ConnectX-7 or -8 per compute tray)"},
     {{.name = "tpu-v4-torus", .gpu = TPU_V4, .gpus = 64, .gpus_per_node = 4,
       .nvlink = {.domain_gpus = 1, .taper = 1},
       .network = {.kind = SPEC_NET_TORUS, .dims = {4, 4, 4}, .link_gbps = 50, .wraparound = 1,

@@ -1,5 +1,5 @@
 /* The schema, as an ordered list of migrations. Never edit a released step: add a new one.
- * Version 1 holds the tables of design.md section 9. */
+ * Version 1 holds the tables of docs/specs.md (the store). */
 #include "store_int.h"
 
 const char *const store__migrations[] = {

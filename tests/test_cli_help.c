@@ -1,4 +1,4 @@
-/* Every subcommand of design.md section 10 exists and its -h prints usage and exits 0; those
+/* Every subcommand of docs/cli.md exists and its -h prints usage and exits 0; those
  * not built yet say so and exit 2; bad usage is one line and exit 2. */
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* The cuda device on one GPU as rank 0 of a one-rank job: every collective kind runs and
- * verifies on one-rank communicators of every group kind, a pipeline message goes to this
- * rank itself, GEMM, attention and the memory-bound op run, the marks come back in order,
+ * verifies on one-rank communicators of every group kind, p2p batches go to this rank
+ * itself (one with two sends and two receives, verified side by side), GEMM, attention and the memory-bound op run, the marks come back in order,
  * and an open device closes both ways (clean and after a failure). Asserts behaviour, never
  * speed. Skips (77) where no GPU is visible. */
 #include <mpi.h>
@@ -58,12 +58,17 @@ int main(int argc, char **argv) {
                         sizes[s], err.msg);
         CHECK_EQ(rc, PP_OK);
       }
-  /* pipeline messages to itself: a send waits for the next receive, which issues both in one
-   * group (NCCL copies a send to self only when its receive is in the same group) */
-  CHECK_EQ(dv->send(d, 0, 65536, &err), PP_OK);
-  CHECK_EQ(dv->recv(d, 0, 65536, &err), PP_OK);
-  CHECK_EQ(dv->send(d, 0, 3, &err), PP_OK); /* odd size: one element */
-  CHECK_EQ(dv->recv(d, 0, 3, &err), PP_OK);
+  /* pipeline messages to itself: a send and a receive in one batch, issued at its end in one
+   * group (NCCL copies a send to self only when its receive is in the same group); two
+   * receives in one batch land side by side */
+  CHECK_EQ(dv->send(d, 0, 65536, 0, &err), PP_OK);
+  CHECK_EQ(dv->recv(d, 0, 65536, 1, &err), PP_OK);
+  CHECK_EQ(dv->send(d, 0, 3, 0, &err), PP_OK); /* odd size: one element */
+  CHECK_EQ(dv->recv(d, 0, 3, 1, &err), PP_OK);
+  CHECK_EQ(dv->send(d, 0, 4096, 0, &err), PP_OK);
+  CHECK_EQ(dv->send(d, 0, 1000, 0, &err), PP_OK);
+  CHECK_EQ(dv->recv(d, 0, 4096, 0, &err), PP_OK);
+  CHECK_EQ(dv->recv(d, 0, 1000, 1, &err), PP_OK);
   CHECK_EQ(dv->barrier(d, &err), PP_OK);
   dv->verify(d, 0);
   if (err.code) fprintf(stderr, "%s\n", err.msg);
@@ -81,8 +86,8 @@ int main(int argc, char **argv) {
   ok = ok && !dv->mem(d, 3 * 8388608.0 + 6, &err) && !dv->mark(d, m++, &err); /* > a buffer */
   ok = ok && !dv->coll(d, 0, CM_ALL_REDUCE, 1 << 22, &err) && !dv->mark(d, m++, &err);
   int compute_marks = m;
-  ok = ok && !dv->send(d, 0, 1 << 20, &err) && !dv->mark(d, m++, &err);
-  ok = ok && !dv->recv(d, 0, 1 << 20, &err) && !dv->mark(d, m++, &err);
+  ok = ok && !dv->send(d, 0, 1 << 20, 0, &err) && !dv->mark(d, m++, &err);
+  ok = ok && !dv->recv(d, 0, 1 << 20, 1, &err) && !dv->mark(d, m++, &err);
   ok = ok && !dv->fence(d, &err);
   CHECK(ok);
   if (!ok) fprintf(stderr, "%s\n", err.msg);
@@ -125,7 +130,7 @@ int main(int argc, char **argv) {
     CHECK_EQ(dv->coll(d, 2, CM_ALL_REDUCE, 1 << 16, &err), PP_OK);
     CHECK_EQ(dv->coll(d, 3, CM_ALL_TO_ALL, 1 << 16, &err), PP_OK);
     CHECK_EQ(dv->gemm(d, 256, 256, 256, 2, &err), PP_OK);
-    CHECK_EQ(dv->send(d, 0, 1024, &err), PP_OK);
+    CHECK_EQ(dv->send(d, 0, 1024, 0, &err), PP_OK); /* a batch left open */
     dv->close(d, 1);
   }
   /* a bad configuration fails before touching the GPU */

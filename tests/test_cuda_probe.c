@@ -1,6 +1,7 @@
 /* The CUDA part of the build links and runs: CUDA runtime, cuBLAS and NCCL versions are
  * readable. Skips (77) where no GPU is visible; on a GPU machine, GPU 0 must be usable. A
- * build without CUDA must say so rather than pretend. */
+ * build without CUDA must say so rather than pretend; a broken driver (anything but "no
+ * driver" or "no GPU") fails instead of skipping. */
 #include "check.h"
 #include "podplan/be.h"
 

@@ -2,7 +2,11 @@
  * the same size, every member of a group runs the same collectives in the same order, each
  * rank runs every (microbatch, chunk) of its schedule forward and backward once, and the
  * GEMM and attention FLOPs of all programs (recomputation aside) are the model FLOPs the
- * cost model counts. Reduced runs (--layers, --shrink) and bad reductions. */
+ * cost model counts. Sends and receives come in closed batches (batch_end on the last;
+ * nothing else while one is open), the message buffers hold the largest collective, send or
+ * batch of receives, and interleaved schedules run each steady forward and its backward with
+ * no message between them (Megatron's order). Reduced runs (--layers, --shrink) and bad
+ * reductions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,10 +75,87 @@ static int colls_match(const be_plan *bp) {
   return 1;
 }
 
+/* The buffers are the largest operands: a GEMM's A, B or C, an attention's Q, K, V or O for
+ * the operand buffers; an attention's score block (queries x keys) for the score buffer only. */
+static int buffers_match(const be_plan *bp) {
+  double gemm = 0, attn = 0;
+  for (int r = 0; r < bp->nranks; r++)
+    for (int i = 0; i < bp->progs[r].nops; i++) {
+      const be_op *o = &bp->progs[r].ops[i];
+      double b = o->batch;
+      if (o->kind == BE_OP_GEMM)
+        gemm = fmax(gemm, b * fmax((double)o->m * o->k, fmax((double)o->k * o->n, (double)o->m * o->n)));
+      if (o->kind == BE_OP_ATTN) {
+        gemm = fmax(gemm, b * fmax((double)o->m * o->k, (double)o->n * o->k));
+        attn = fmax(attn, b * o->m * o->n);
+      }
+    }
+  if (bp->max_gemm_elems != gemm || bp->max_attn_elems != attn)
+    fprintf(stderr, "buffers: operands %.0f (largest %.0f), scores %.0f (largest %.0f)\n",
+            bp->max_gemm_elems, gemm, bp->max_attn_elems, attn);
+  return bp->max_gemm_elems == gemm && bp->max_attn_elems == attn;
+}
+
 static double flops(const be_op *o) {
   if (o->kind == BE_OP_GEMM) return 2.0 * o->m * o->n * o->k * o->batch;
   if (o->kind == BE_OP_ATTN) return 2.0 * o->m * o->n * o->k * o->batch * (o->causal ? 1 : 2);
   return 0;
+}
+
+/* Every send and receive is in a batch closed by batch_end before any other op; the message
+ * buffers are the largest collective or send, or a batch's receives together. */
+static int batches_ok(const be_plan *bp) {
+  double want = 0;
+  for (int r = 0; r < bp->nranks; r++) {
+    const be_prog *pg = &bp->progs[r];
+    int open = 0;
+    double recv_b = 0;
+    for (int i = 0; i < pg->nops; i++) {
+      const be_op *o = &pg->ops[i];
+      int msg = o->kind == BE_OP_SEND || o->kind == BE_OP_RECV;
+      if (!msg && (open || o->batch_end)) {
+        fprintf(stderr, "rank %d, op %d: %s with a batch open or batch_end\n", r, i,
+                be_op_kind_name(o->kind));
+        return 0;
+      }
+      if (o->kind == BE_OP_COLL || o->kind == BE_OP_SEND) want = fmax(want, o->bytes);
+      if (!msg) continue;
+      open = !o->batch_end;
+      if (o->kind == BE_OP_RECV) recv_b += o->bytes;
+      if (o->batch_end) want = fmax(want, recv_b), recv_b = 0;
+    }
+    if (open) return 0;
+  }
+  if (bp->max_msg_bytes != want)
+    fprintf(stderr, "messages: %.0f bytes, largest %.0f\n", bp->max_msg_bytes, want);
+  return bp->max_msg_bytes == want;
+}
+
+/* Interleaved: every rank runs its m * v - warm-up steady pairs with no message between the
+ * forward and the backward (they share one batch after them, as in Megatron). */
+static int pairs_unsplit(const be_plan *bp, int mb, int v) {
+  int P = 0;
+  for (int r = 0; r < bp->nranks; r++)
+    if (bp->progs[r].stage + 1 > P) P = bp->progs[r].stage + 1;
+  for (int r = 0; r < bp->nranks; r++) {
+    const be_prog *pg = &bp->progs[r];
+    int pairs = 0, fwd = -1, key = -1, msgs = 0;
+    for (int i = 0; i < pg->nops; i++) {
+      const be_op *o = &pg->ops[i];
+      if (o->kind == BE_OP_SEND || o->kind == BE_OP_RECV) msgs++;
+      if (o->ev != BE_EV_FORWARD && o->ev != BE_EV_BACKWARD) continue;
+      int f = o->ev == BE_EV_FORWARD, k = (f * mb + o->mb) * v + o->chunk;
+      if (k == key) continue;
+      pairs += fwd == 1 && !f && !msgs;
+      fwd = f, key = k, msgs = 0;
+    }
+    int want = mb * v - spec_schedule_warmup(SPEC_SCHED_INTERLEAVED, P, pg->stage, mb, v);
+    if (pairs != want) {
+      fprintf(stderr, "rank %d: %d unsplit pairs, %d steady\n", r, pairs, want);
+      return 0;
+    }
+  }
+  return 1;
 }
 
 /* Forward and backward steps: each (mb, chunk) once in each direction per rank. */
@@ -106,6 +187,7 @@ static void plans(void) {
       {"gpt3-1.3b", "pp=2,dp=2,mbs=1,gbs=8", 4, 4, 1},
       {"gpt3-1.3b", "pp=4,mbs=1,gbs=8", 4, 8, 1},
       {"gpt3-1.3b", "pp=4,vpp=2,mbs=1,gbs=8", 4, 8, 2},
+      {"gpt3-1.3b", "pp=4,vpp=2,mbs=1,gbs=4", 4, 4, 2},
       {"gpt3-1.3b", "pp=4,mbs=2,gbs=8,schedule=gpipe,recompute=full", 4, 4, 1},
       {"llama3-8b", "tp=2,cp=2,pp=2,mbs=1,gbs=8,sp=1,recompute=selective,zero=1", 8, 8, 1},
       {"mixtral-8x7b", "tp=2,ep=4,mbs=1,gbs=8,sp=1", 8, 2, 1},
@@ -125,6 +207,8 @@ static void plans(void) {
     CHECK(p2p_matches(bp));
     CHECK(colls_match(bp));
     CHECK(steps_once(bp, cases[i].mb, cases[i].v));
+    CHECK(batches_ok(bp));
+    if (cases[i].v > 1) CHECK(pairs_unsplit(bp, cases[i].mb, cases[i].v));
     double total = 0;
     for (int r = 0; r < bp->nranks; r++)
       for (int k = 0; k < bp->progs[r].nops; k++)
@@ -134,11 +218,26 @@ static void plans(void) {
     CHECK_NEAR(total, res.model_flops, strstr(cases[i].model, "mixtral") ? 0.02 : 1e-3);
     CHECK_NEAR(bp->model_flops, res.model_flops, 1e-9);
     CHECK(bp->max_gemm_elems > 0 && bp->max_msg_bytes > 0);
+    CHECK(buffers_match(bp));
     /* the tail: DP groups of more than one reduce their gradients last but the optimizer */
     const be_prog *pg = &bp->progs[0];
     CHECK_EQ(pg->ops[pg->nops - 1].ev == BE_EV_OPTIMIZER || pg->ops[pg->nops - 1].ev == BE_EV_DP, 1);
     be_plan_free(bp);
   }
+}
+
+/* A long context: the score block (heads x seq x seq) dwarfs every GEMM operand, and only the
+ * score buffer is that big (it was counted in the operand buffers too: three more of it). */
+static void long_context(void) {
+  be_plan *bp = NULL;
+  pp_err err = {0};
+  CHECK_EQ(lower("llama3-8b", 8, "tp=8,mbs=1,gbs=1", 2, 1, &bp, NULL, &err), PP_OK);
+  if (!bp) return;
+  CHECK(buffers_match(bp));
+  /* 4 heads per rank x 8192 x 8192 scores */
+  CHECK_EQ(bp->max_attn_elems, 4.0 * 8192 * 8192);
+  CHECK(bp->max_gemm_elems < bp->max_attn_elems); /* the LM head's logits: half of it */
+  be_plan_free(bp);
 }
 
 static void reduced(void) {
@@ -166,6 +265,7 @@ static void reduced(void) {
 
 int main(void) {
   plans();
+  long_context();
   reduced();
   return check_status();
 }

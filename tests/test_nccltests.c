@@ -2,7 +2,7 @@
  * a truncated log keeps its complete rows with a warning; a garbled one is rejected with its
  * line; every truncation and thousands of mutations of a log parse or fail cleanly (run under
  * the sanitizer build too); `podplan import nccl-tests` stores rows once, stores nothing when
- * one file is bad, and prints the JSON keys of design.md section 10.
+ * one file is bad, and prints the JSON keys of docs/cli.md.
  * Arguments: the podplan binary and tests/fixtures/nccl-tests. */
 #include <jansson.h>
 #include <stdint.h>

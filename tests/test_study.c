@@ -2,7 +2,7 @@
  * (MAPE of iteration time <= 10% over the SC'21 Table 1, Korthikanti and MT-NLG rows, every
  * published configuration of those feasible; all-reduce bus bandwidth on one 8-GPU node within
  * 10% of the published nccl-tests curves for messages >= 64 MiB), its CSV and its rows in a
- * real database. Also `podplan predict` through the CLI: the JSON keys of design.md section 10
+ * real database. Also `podplan predict` through the CLI: the JSON keys of docs/cli.md
  * and an infeasible plan that says by how much. */
 #include <stdlib.h>
 

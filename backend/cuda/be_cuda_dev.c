@@ -17,16 +17,17 @@
  *   on the wire: bf16 sums of n rank-dependent integers stop being exact beyond 256, and a
  *   ring rounds every partial sum. Data movement keeps the run's type (values 1..251 are
  *   exact in it).
- * - Pipeline sends stay pending until the next receive, which issues them with itself in one
- *   NCCL group (Megatron's batched isend/irecv); anything else flushes them first. NCCL
- *   connects a pair of ranks the first time they exchange messages and both must then ask
- *   for the same connections (ncclTransportP2pSetup swaps both directions): a send grouped
- *   with a receive from another stage asks for one direction only. So the first time this
- *   rank talks to a peer, both directions are connected by a one-element exchange in a group
- *   of its own; the peer does the same on its first contact, and the two match.
- * - Communicators are blocking (NCCL's default): ncclCommInitRank, ncclCommSplit and a
- *   pair's first connection block the host until the peers arrive and are not bounded by
- *   the timeout; every other wait is. */
+ * - Which NCCL calls an op becomes, and which share a group, is planned on the host by
+ *   be_nccl.c (tests/test_replay.c replays that plan for every rank): each p2p batch of the
+ *   program (be_op.batch_end; Megatron's batched isend/irecv) is one NCCL group, issued at
+ *   its last message, its receives side by side in the output buffer. NCCL connects a pair
+ *   of ranks the first time they exchange messages and both must then ask for the same
+ *   connections (ncclTransportP2pSetup swaps both directions): a send grouped with a receive
+ *   from another stage asks for one direction only. So every pipeline peer (be_dev_cfg.peers)
+ *   is connected at open, in one group, while every rank is there: one element each way.
+ * - Communicators are blocking (NCCL's default): ncclCommInitRank, ncclCommSplit and the
+ *   connections at open block the host until the peers arrive and are not bounded by the
+ *   timeout; every other wait is. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <library_types.h>
@@ -40,6 +41,7 @@
 #include <time.h>
 
 #include "../be_int.h"
+#include "../be_nccl.h"
 #include "be_cuda_kernels.h"
 
 #define CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLAS workspace (NVIDIA's advice for Hopper) */
@@ -48,11 +50,6 @@
 #define CU_ELEM 2                             /* bytes of a bf16/fp16 element */
 #define CU_SENTINEL (-1.0f)                   /* outputs before a verified op: no pattern value */
 #define CU_SPIN 2000                          /* polls before the waiting loop starts sleeping */
-
-typedef struct pending_send {
-  int peer;     /* world rank */
-  size_t count; /* elements */
-} pending_send;
 
 struct be_dev {
   int rank, nranks;
@@ -78,10 +75,7 @@ struct be_dev {
   ncclComm_t kind_comm[SPEC_NGRPS]; /* this rank's group of each kind (NULL when none) */
   const be_group *groups;
   int ngroups;
-  int *gpos;                   /* this rank's position in each group, -1 when not a member */
-  unsigned char *met;          /* per world rank: both p2p directions connected */
-  pending_send *pend;
-  int npend, cappend;
+  be_nc nc;                    /* the NCCL calls to issue (be_nccl.c) */
   cudaEvent_t *ev;             /* one per mark index, created on first use */
   unsigned char *ev_rec;       /* recorded at least once */
   int nev;
@@ -263,12 +257,13 @@ static int local_open(be_dev *d, const be_dev_cfg *cfg, pp_err *err) {
     return pp_err_set(err, PP_INTERNAL, "cuda: job rank %d is MPI rank %d", cfg->rank, mr);
   int ndev = 0;
   CU_TRY(cudaGetDeviceCount(&ndev));
-  if (cfg->local_device < 0 || cfg->local_device >= ndev)
-    return pp_err_set(err, PP_DEVICE, "cuda: rank %d: GPU %d asked for, %d visible", d->rank,
-                      cfg->local_device, ndev);
-  CU_TRY(cudaSetDevice(cfg->local_device));
+  int gpu = be_gpu_index(cfg->local_rank, ndev);
+  if (gpu < 0)
+    return pp_err_set(err, PP_DEVICE, "cuda: rank %d (local rank %d): no GPU visible", d->rank,
+                      cfg->local_rank);
+  CU_TRY(cudaSetDevice(gpu));
   struct cudaDeviceProp prop;
-  CU_TRY(cudaGetDeviceProperties(&prop, cfg->local_device));
+  CU_TRY(cudaGetDeviceProperties(&prop, gpu));
   d->peak = peak_by_name(prop.name);
   CU_TRY(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
   BLAS_TRY(cublasCreate(&d->blas));
@@ -302,16 +297,8 @@ static int local_open(be_dev *d, const be_dev_cfg *cfg, pp_err *err) {
   for (int i = 0; i < 6; i++) CU_TRY(be_cuda__fill_random(bufs[i], d->kt, elems[i], seed + i, d->stream));
   CU_TRY(be_cuda__fill_value(d->hs, BE_CUDA_FP32, 16, 1.0f, d->stream));
   CU_TRY(cudaStreamSynchronize(d->stream)); /* nothing to wait for from peers yet */
-
-  d->gpos = malloc((size_t)(cfg->ngroups ? cfg->ngroups : 1) * sizeof *d->gpos);
-  d->met = calloc((size_t)cfg->nranks, 1);
-  if (!d->gpos || !d->met) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
-  for (int g = 0; g < cfg->ngroups; g++) {
-    d->gpos[g] = -1;
-    for (int i = 0; i < cfg->groups[g].n; i++)
-      if (cfg->groups[g].ranks[i] == d->rank) d->gpos[g] = i;
-  }
-  return PP_OK;
+  return be_nc__init(&d->nc, d->rank, d->nranks, cfg->groups, cfg->ngroups, cfg->peers,
+                     cfg->npeers, CU_ELEM, d->msg_cap, err);
 }
 
 /* The world communicator, then one split per group kind present, kind by kind on every rank
@@ -341,7 +328,7 @@ static int nccl_open(be_dev *d, const be_dev_cfg *cfg, pp_err *err) {
     for (int g = 0; g < d->ngroups; g++) {
       if (d->groups[g].kind != (spec_grp)k) continue;
       present = 1;
-      if (d->gpos[g] >= 0) color = g, key = d->gpos[g];
+      if (d->nc.gpos[g] >= 0) color = g, key = d->nc.gpos[g];
     }
     if (!present) continue;
     NCCL_TRY(ncclCommSplit(d->world, color, key, &d->kind_comm[k], NULL));
@@ -356,6 +343,13 @@ static int nccl_open(be_dev *d, const be_dev_cfg *cfg, pp_err *err) {
 }
 
 static void cuda_close(be_dev *d, int failed);
+static int issue(be_dev *d, pp_err *err);
+
+/* Every pipeline peer, in one group on every rank, while all are in open (be_nc__connect). */
+static int connect_peers(be_dev *d, pp_err *err) {
+  if (be_nc__connect(&d->nc, err) || issue(d, err)) return err->code;
+  return wait_stream(d, err);
+}
 
 static int cuda_open(const be_dev_cfg *cfg, be_dev **out, pp_err *err) {
   *out = NULL;
@@ -386,6 +380,7 @@ static int cuda_open(const be_dev_cfg *cfg, be_dev **out, pp_err *err) {
                     d->rank);
   }
   if (!rc) rc = nccl_open(d, cfg, err);
+  if (!rc) rc = connect_peers(d, err);
   if (rc) {
     cuda_close(d, 1);
     return rc;
@@ -421,7 +416,8 @@ static void cuda_close(be_dev *d, int failed) {
   if (d->idx_h) (void)cudaFreeHost(d->idx_h);
   if (d->smp_h) (void)cudaFreeHost(d->smp_h);
   if (d->stream) (void)cudaStreamDestroy(d->stream);
-  free(d->ev), free(d->ev_rec), free(d->gpos), free(d->met), free(d->pend);
+  be_nc__free(&d->nc);
+  free(d->ev), free(d->ev_rec);
   free(d);
 }
 
@@ -553,17 +549,131 @@ static int check_sample(be_dev *d, const void *buf, be_cuda_dt t, size_t nch, si
   return PP_OK;
 }
 
-/* ---- collectives ---------------------------------------------------------------------------- */
+/* ---- issuing the planned NCCL calls ---------------------------------------------------------- */
 
-typedef struct coll_ctx {
-  be_dev *d;
-  ncclComm_t comm;
-  int n, me;            /* group size, this rank's position */
-  size_t total, chunk;  /* elements: total = n * chunk */
-  ncclDataType_t type;
-  be_cuda_dt kt;
-  size_t elem;          /* bytes per element */
-} coll_ctx;
+static void *at_b(void *base, size_t elems, size_t elem) { return (char *)base + elems * elem; }
+
+static ncclComm_t comm_of(be_dev *d, int comm) {
+  return comm == BE_NC_WORLD ? d->world : d->kind_comm[comm];
+}
+
+typedef ncclResult_t (*coll_fn)(const void *in, void *out, size_t count, ncclDataType_t t,
+                                ncclComm_t comm, cudaStream_t s);
+static ncclResult_t nc_ar(const void *in, void *out, size_t count, ncclDataType_t t,
+                          ncclComm_t comm, cudaStream_t s) {
+  return ncclAllReduce(in, out, count, t, ncclSum, comm, s);
+}
+static ncclResult_t nc_ag(const void *in, void *out, size_t count, ncclDataType_t t,
+                          ncclComm_t comm, cudaStream_t s) {
+  return ncclAllGather(in, out, count, t, comm, s);
+}
+static ncclResult_t nc_rs(const void *in, void *out, size_t count, ncclDataType_t t,
+                          ncclComm_t comm, cudaStream_t s) {
+  return ncclReduceScatter(in, out, count, t, ncclSum, comm, s);
+}
+static ncclResult_t nc_bc(const void *in, void *out, size_t count, ncclDataType_t t,
+                          ncclComm_t comm, cudaStream_t s) {
+  return ncclBroadcast(in, out, count, t, 0, comm, s);
+}
+
+/* The collectives be_nccl.c issues as one call (the others are sends and receives). */
+static const struct {
+  coll_fn fn;
+  const char *call;
+} nccl_colls[CM_NCOLLS] = {
+    [CM_ALL_REDUCE] = {nc_ar, "ncclAllReduce"},
+    [CM_ALL_GATHER] = {nc_ag, "ncclAllGather"},
+    [CM_REDUCE_SCATTER] = {nc_rs, "ncclReduceScatter"},
+    [CM_BROADCAST] = {nc_bc, "ncclBroadcast"},
+};
+
+static ncclResult_t call_send(be_dev *d, const be_nc_call *c, ncclDataType_t t, size_t el,
+                              const char **name) {
+  *name = "ncclSend";
+  const void *buf = c->hs ? d->hs : at_b(d->in, c->off, el);
+  return ncclSend(buf, c->count, t, c->peer, comm_of(d, c->comm), d->stream);
+}
+static ncclResult_t call_recv(be_dev *d, const be_nc_call *c, ncclDataType_t t, size_t el,
+                              const char **name) {
+  *name = "ncclRecv";
+  void *buf = c->hs ? at_b(d->hs, 1, CU_ELEM) : at_b(d->out, c->off, el);
+  return ncclRecv(buf, c->count, t, c->peer, comm_of(d, c->comm), d->stream);
+}
+static ncclResult_t call_coll(be_dev *d, const be_nc_call *c, ncclDataType_t t, size_t el,
+                              const char **name) {
+  (void)el;
+  if ((unsigned)c->coll >= CM_NCOLLS || !nccl_colls[c->coll].fn) {
+    *name = "collective";
+    return ncclInvalidArgument;
+  }
+  *name = nccl_colls[c->coll].call;
+  return nccl_colls[c->coll].fn(d->in, d->out, c->count, t, comm_of(d, c->comm), d->stream);
+}
+static ncclResult_t call_barrier(be_dev *d, const be_nc_call *c, ncclDataType_t t, size_t el,
+                                 const char **name) {
+  (void)t, (void)el;
+  *name = "ncclAllReduce";
+  float *one = at_b(d->hs, 16, 1);
+  return ncclAllReduce(one, one, 1, ncclFloat32, ncclMax, comm_of(d, c->comm), d->stream);
+}
+
+static ncclResult_t (*const call_fns[])(be_dev *d, const be_nc_call *c, ncclDataType_t t,
+                                        size_t el, const char **name) = {
+    [BE_NC_SEND] = call_send, [BE_NC_RECV] = call_recv, [BE_NC_COLL] = call_coll,
+    [BE_NC_BARRIER] = call_barrier};
+
+/* What a step is, for timeout messages. */
+static void describe(be_dev *d, const be_nc_step *st) {
+  const be_nc_call *c = &d->nc.calls[st->first], *last = c + st->n - 1;
+  char *s = d->last_op;
+  size_t cap = sizeof d->last_op;
+  if (c->kind == BE_NC_BARRIER)
+    snprintf(s, cap, "barrier");
+  else if (c->comm != BE_NC_WORLD)
+    snprintf(s, cap, "%s on the %s communicator", cm_coll_name(c->coll),
+             spec_grp_name((spec_grp)c->comm));
+  else if (c->hs)
+    snprintf(s, cap, "connecting %d pipeline peers", st->n / 2);
+  else
+    snprintf(s, cap, "p2p batch of %d messages (last: %s rank %d)", st->n,
+             last->kind == BE_NC_RECV ? "recv from" : "send to", last->peer);
+}
+
+/* Issues steps [from, to) of those be_nccl.c planned last, in order: a grouped step between
+ * ncclGroupStart and ncclGroupEnd (always closed; the first failure reported). */
+static int issue_steps(be_dev *d, int from, int to, pp_err *err) {
+  const be_nc *nc = &d->nc;
+  for (int s = from; s < to; s++) {
+    const be_nc_step *st = &nc->steps[s];
+    if (st->n < 1) continue;
+    describe(d, st);
+    if (st->grouped) NCCL_TRY(ncclGroupStart());
+    nccl_group g = {ncclSuccess, NULL};
+    for (int i = st->first; i < st->first + st->n; i++) {
+      const be_nc_call *c = &nc->calls[i];
+      const char *name = "?";
+      ncclResult_t r = call_fns[c->kind](d, c, c->fp32 ? ncclFloat32 : d->nc_type,
+                                         c->fp32 ? 4 : CU_ELEM, &name);
+      group_call(&g, r, name);
+      if (r != ncclSuccess && !st->grouped) break;
+    }
+    if (st->grouped) {
+      if (group_end(d, &g, err)) return err->code;
+    } else if (g.r != ncclSuccess) {
+      return nccl_fail(d, err, g.call, g.r);
+    }
+  }
+  return PP_OK;
+}
+
+static int issue(be_dev *d, pp_err *err) { return issue_steps(d, 0, d->nc.nsteps, err); }
+
+static int flush_sends(be_dev *d, pp_err *err) {
+  if (be_nc__flush(&d->nc, err)) return err->code;
+  return issue(d, err);
+}
+
+/* ---- collectives ---------------------------------------------------------------------------- */
 
 /* What a collective reads and checks: its input holds in_n elements, chunks of in_chunk
  * filled with pattern(c0, c1, chunk index); its output nch chunks of out_chunk elements,
@@ -575,268 +685,138 @@ typedef struct coll_shape {
 } coll_shape;
 
 typedef struct coll_row {
-  int sums; /* reduces: verified in fp32 */
-  void (*shape)(const coll_ctx *x, coll_shape *s);
-  ncclResult_t (*issue)(const coll_ctx *x, const char **call);
+  void (*shape)(const be_nc_coll *x, coll_shape *s);
   double (*want)(const void *x, size_t i);
 } coll_row;
 
 #define CU_STEP 7 /* pattern step between chunks */
 #define CU_BCAST_BASE 17
 
-static void *at_b(void *base, size_t elems, size_t elem) { return (char *)base + elems * elem; }
-
-static void shape_ar(const coll_ctx *x, coll_shape *s) {
+static void shape_ar(const be_nc_coll *x, coll_shape *s) {
   *s = (coll_shape){x->total, x->total, x->me, 0, (size_t)x->n, x->chunk};
 }
-static ncclResult_t issue_ar(const coll_ctx *x, const char **call) {
-  *call = "ncclAllReduce";
-  return ncclAllReduce(x->d->in, x->d->out, x->total, x->type, ncclSum, x->comm, x->d->stream);
-}
 static double want_ar(const void *p, size_t i) {
-  const coll_ctx *x = p;
+  const be_nc_coll *x = p;
   (void)i;
   double s = 0;
   for (int r = 0; r < x->n; r++) s += pattern(r, 0, 0);
   return s;
 }
 
-static void shape_ag(const coll_ctx *x, coll_shape *s) {
+static void shape_ag(const be_nc_coll *x, coll_shape *s) {
   *s = (coll_shape){x->chunk, x->chunk, x->me, 0, (size_t)x->n, x->chunk};
-}
-static ncclResult_t issue_ag(const coll_ctx *x, const char **call) {
-  *call = "ncclAllGather";
-  return ncclAllGather(x->d->in, x->d->out, x->chunk, x->type, x->comm, x->d->stream);
 }
 static double want_ag(const void *p, size_t i) {
   (void)p;
   return pattern((int)i, 0, 0);
 }
 
-static void shape_rs(const coll_ctx *x, coll_shape *s) {
+static void shape_rs(const be_nc_coll *x, coll_shape *s) {
   *s = (coll_shape){x->total, x->chunk, x->me, CU_STEP, 1, x->chunk};
 }
-static ncclResult_t issue_rs(const coll_ctx *x, const char **call) {
-  *call = "ncclReduceScatter";
-  return ncclReduceScatter(x->d->in, x->d->out, x->chunk, x->type, ncclSum, x->comm,
-                           x->d->stream);
-}
 static double want_rs(const void *p, size_t i) {
-  const coll_ctx *x = p;
+  const be_nc_coll *x = p;
   (void)i;
   double s = 0;
   for (int r = 0; r < x->n; r++) s += pattern(r, CU_STEP, x->me);
   return s;
 }
 
-/* all-to-all: chunk j of the input goes to member j (ncclSend/ncclRecv per peer) */
-static void shape_a2a(const coll_ctx *x, coll_shape *s) {
+/* all-to-all: chunk j of the input goes to member j */
+static void shape_a2a(const be_nc_coll *x, coll_shape *s) {
   *s = (coll_shape){x->total, x->chunk, x->me, CU_STEP, (size_t)x->n, x->chunk};
 }
-static ncclResult_t issue_a2a(const coll_ctx *x, const char **call) {
-  ncclResult_t r = ncclGroupStart();
-  *call = "ncclGroupStart";
-  if (r != ncclSuccess) return r;
-  nccl_group g = {ncclSuccess, NULL};
-  for (int j = 0; j < x->n; j++) {
-    group_call(&g, ncclSend(at_b(x->d->in, j * x->chunk, x->elem), x->chunk, x->type, j, x->comm,
-                            x->d->stream), "ncclSend");
-    group_call(&g, ncclRecv(at_b(x->d->out, j * x->chunk, x->elem), x->chunk, x->type, j,
-                            x->comm, x->d->stream), "ncclRecv");
-  }
-  r = ncclGroupEnd();
-  if (g.r != ncclSuccess) {
-    *call = g.call;
-    return g.r;
-  }
-  *call = "ncclGroupEnd";
-  return r;
-}
 static double want_a2a(const void *p, size_t i) {
-  const coll_ctx *x = p;
+  const be_nc_coll *x = p;
   return pattern((int)i, CU_STEP, x->me);
 }
 
-static void shape_bc(const coll_ctx *x, coll_shape *s) {
+static void shape_bc(const be_nc_coll *x, coll_shape *s) {
   *s = (coll_shape){x->total, x->chunk, CU_BCAST_BASE, CU_STEP, (size_t)x->n, x->chunk};
-}
-static ncclResult_t issue_bc(const coll_ctx *x, const char **call) {
-  *call = "ncclBroadcast";
-  return ncclBroadcast(x->d->in, x->d->out, x->total, x->type, 0, x->comm, x->d->stream);
 }
 static double want_bc(const void *p, size_t i) {
   (void)p;
   return pattern(CU_BCAST_BASE, CU_STEP, (long long)i);
 }
 
-/* ring exchange (ring attention): to the next member, from the previous */
-static void shape_sr(const coll_ctx *x, coll_shape *s) {
+/* ring exchange: from the previous member */
+static void shape_sr(const be_nc_coll *x, coll_shape *s) {
   *s = (coll_shape){x->total, x->total, x->me, 0, 1, x->total};
 }
-static ncclResult_t issue_sr(const coll_ctx *x, const char **call) {
-  ncclResult_t r = ncclGroupStart();
-  *call = "ncclGroupStart";
-  if (r != ncclSuccess) return r;
-  nccl_group g = {ncclSuccess, NULL};
-  group_call(&g, ncclSend(x->d->in, x->total, x->type, (x->me + 1) % x->n, x->comm,
-                          x->d->stream), "ncclSend");
-  group_call(&g, ncclRecv(x->d->out, x->total, x->type, (x->me + x->n - 1) % x->n, x->comm,
-                          x->d->stream), "ncclRecv");
-  r = ncclGroupEnd();
-  if (g.r != ncclSuccess) {
-    *call = g.call;
-    return g.r;
-  }
-  *call = "ncclGroupEnd";
-  return r;
-}
 static double want_sr(const void *p, size_t i) {
-  const coll_ctx *x = p;
+  const be_nc_coll *x = p;
   (void)i;
   return pattern((x->me + x->n - 1) % x->n, 0, 0);
 }
 
 static const coll_row colls[CM_NCOLLS] = {
-    [CM_ALL_REDUCE] = {1, shape_ar, issue_ar, want_ar},
-    [CM_ALL_GATHER] = {0, shape_ag, issue_ag, want_ag},
-    [CM_REDUCE_SCATTER] = {1, shape_rs, issue_rs, want_rs},
-    [CM_ALL_TO_ALL] = {0, shape_a2a, issue_a2a, want_a2a},
-    [CM_BROADCAST] = {0, shape_bc, issue_bc, want_bc},
-    [CM_SEND_RECV] = {0, shape_sr, issue_sr, want_sr},
+    [CM_ALL_REDUCE] = {shape_ar, want_ar},   [CM_ALL_GATHER] = {shape_ag, want_ag},
+    [CM_REDUCE_SCATTER] = {shape_rs, want_rs}, [CM_ALL_TO_ALL] = {shape_a2a, want_a2a},
+    [CM_BROADCAST] = {shape_bc, want_bc},    [CM_SEND_RECV] = {shape_sr, want_sr},
 };
 
-/* Sizes follow nccl-tests (cm.h): `bytes` is the per-rank buffer (all-gather: the gathered
- * output; reduce-scatter: the input; all-to-all: what a rank sends in all), rounded down to
- * whole chunks of the group, at least one element per member. */
+/* Sizes and calls: be_nc__coll (nccl-tests convention). */
 static int cuda_coll(be_dev *d, int gi, cm_coll c, double bytes, pp_err *err) {
-  if (gi < 0 || gi >= d->ngroups)
-    return pp_err_set(err, PP_INTERNAL, "cuda: group %d of %d?", gi, d->ngroups);
-  if ((unsigned)c >= CM_NCOLLS)
-    return pp_err_set(err, PP_INTERNAL, "cuda: collective %d?", (int)c);
-  const be_group *g = &d->groups[gi];
-  coll_ctx x = {d, d->kind_comm[g->kind], g->n, d->gpos[gi], 0, 0, d->nc_type, d->kt, CU_ELEM};
-  if (x.me < 0 || !x.comm)
-    return pp_err_set(err, PP_INTERNAL, "cuda: rank %d is not in group %d", d->rank, gi);
-  if (!(bytes >= 0) || bytes > (double)d->msg_cap)
-    return pp_err_set(err, PP_INTERNAL, "cuda: %s of %.0f bytes: the buffers hold %zu",
-                      cm_coll_name(c), bytes, d->msg_cap);
-  const coll_row *row = &colls[c];
-  if (d->verify && row->sums) x.type = ncclFloat32, x.kt = BE_CUDA_FP32, x.elem = 4;
-  x.chunk = (size_t)(bytes / (double)x.elem) / (size_t)x.n;
-  if (x.chunk < 1) x.chunk = 1;
-  x.total = x.chunk * (size_t)x.n;
-  if (x.total * x.elem > d->msg_cap)
-    return pp_err_set(err, PP_INTERNAL, "cuda: %s on group %d: %zu elements of %zu bytes "
-                      "exceed the %zu-byte buffers", cm_coll_name(c), gi, x.total, x.elem,
-                      d->msg_cap);
-  if (flush_sends(d, err)) return err->code;
+  be_nc_coll x;
+  if (be_nc__coll(&d->nc, gi, c, bytes, &x, err)) return err->code;
+  if (!d->kind_comm[x.comm])
+    return pp_err_set(err, PP_INTERNAL, "cuda: rank %d has no %s communicator", d->rank,
+                      spec_grp_name((spec_grp)x.comm));
+  be_cuda_dt kt = x.elem == 4 ? BE_CUDA_FP32 : d->kt;
   coll_shape s;
-  row->shape(&x, &s);
+  colls[c].shape(&x, &s);
+  /* steps before the collective's own (none: be_nc__coll refuses an open batch) go first */
+  int last = d->nc.nsteps - 1;
+  if (issue_steps(d, 0, last, err)) return err->code;
   if (d->verify) {
-    CU_TRY(be_cuda__fill_pattern(d->in, x.kt, s.in_n, s.in_chunk, s.c0, s.c1, d->stream));
-    CU_TRY(be_cuda__fill_value(d->out, x.kt, s.nch * s.out_chunk, CU_SENTINEL, d->stream));
+    CU_TRY(be_cuda__fill_pattern(d->in, kt, s.in_n, s.in_chunk, s.c0, s.c1, d->stream));
+    CU_TRY(be_cuda__fill_value(d->out, kt, s.nch * s.out_chunk, CU_SENTINEL, d->stream));
   }
-  snprintf(d->last_op, sizeof d->last_op, "%s on group %d (%s)", cm_coll_name(c), gi,
-           spec_grp_name(g->kind));
-  const char *call = "?";
-  ncclResult_t r = row->issue(&x, &call);
-  if (r != ncclSuccess) return nccl_fail(d, err, call, r);
+  if (issue_steps(d, last, last + 1, err)) return err->code;
   if (!d->verify) return PP_OK;
   char what[64];
   snprintf(what, sizeof what, "%s on group %d", cm_coll_name(c), gi);
-  return check_sample(d, d->out, x.kt, s.nch, s.out_chunk, row->want, &x, what, err);
+  return check_sample(d, d->out, kt, s.nch, s.out_chunk, colls[c].want, &x, what, err);
 }
 
 /* ---- pipeline messages ----------------------------------------------------------------------- */
-
-static int msg_count(be_dev *d, int peer, double bytes, size_t *count, pp_err *err) {
-  if (peer < 0 || peer >= d->nranks)
-    return pp_err_set(err, PP_INTERNAL, "cuda: peer %d of %d ranks?", peer, d->nranks);
-  if (!(bytes >= 0) || bytes > (double)d->msg_cap)
-    return pp_err_set(err, PP_INTERNAL, "cuda: message of %.0f bytes: the buffers hold %zu",
-                      bytes, d->msg_cap);
-  *count = (size_t)(bytes / CU_ELEM);
-  if (*count < 1) *count = 1;
-  return PP_OK;
-}
-
-/* Connects both directions with peer on first contact (see the top of the file). */
-static int meet(be_dev *d, int peer, pp_err *err) {
-  if (peer == d->rank || d->met[peer]) return PP_OK;
-  NCCL_TRY(ncclGroupStart());
-  nccl_group g = {ncclSuccess, NULL};
-  group_call(&g, ncclSend(d->hs, 1, d->nc_type, peer, d->world, d->stream), "ncclSend");
-  group_call(&g, ncclRecv((char *)d->hs + CU_ELEM, 1, d->nc_type, peer, d->world, d->stream),
-             "ncclRecv");
-  snprintf(d->last_op, sizeof d->last_op, "first exchange with rank %d", peer);
-  if (group_end(d, &g, err)) return err->code;
-  d->met[peer] = 1;
-  return PP_OK;
-}
-
-/* Issues the pending sends and, when recv_peer >= 0, a receive of recv_count elements from
- * it, in one group. */
-static int issue_p2p(be_dev *d, int recv_peer, size_t recv_count, pp_err *err) {
-  for (int i = 0; i < d->npend; i++)
-    if (meet(d, d->pend[i].peer, err)) return err->code;
-  if (recv_peer >= 0 && meet(d, recv_peer, err)) return err->code;
-  NCCL_TRY(ncclGroupStart());
-  nccl_group g = {ncclSuccess, NULL};
-  for (int i = 0; i < d->npend; i++)
-    group_call(&g, ncclSend(d->in, d->pend[i].count, d->nc_type, d->pend[i].peer, d->world,
-                            d->stream), "ncclSend");
-  if (recv_peer >= 0)
-    group_call(&g, ncclRecv(d->out, recv_count, d->nc_type, recv_peer, d->world, d->stream),
-               "ncclRecv");
-  if (recv_peer >= 0)
-    snprintf(d->last_op, sizeof d->last_op, "recv from rank %d (with %d pending sends)",
-             recv_peer, d->npend);
-  else
-    snprintf(d->last_op, sizeof d->last_op, "%d sends (last to rank %d)", d->npend,
-             d->pend[d->npend - 1].peer);
-  d->npend = 0; /* issued or failed: either way not again */
-  return group_end(d, &g, err);
-}
-
-static int flush_sends(be_dev *d, pp_err *err) {
-  return d->npend ? issue_p2p(d, -1, 0, err) : PP_OK;
-}
-
-static int cuda_send(be_dev *d, int peer, double bytes, pp_err *err) {
-  size_t count;
-  if (msg_count(d, peer, bytes, &count, err)) return err->code;
-  if (d->npend == d->cappend) {
-    int cap = d->cappend ? 2 * d->cappend : 16;
-    pending_send *p = realloc(d->pend, (size_t)cap * sizeof *p);
-    if (!p) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
-    d->pend = p, d->cappend = cap;
-  }
-  if (d->verify) CU_TRY(be_cuda__fill_pattern(d->in, d->kt, count, count, d->rank, 0, d->stream));
-  d->pend[d->npend++] = (pending_send){peer, count};
-  return PP_OK;
-}
 
 static double want_msg(const void *p, size_t i) {
   (void)i;
   return pattern(*(const int *)p, 0, 0);
 }
 
-static int cuda_recv(be_dev *d, int peer, double bytes, pp_err *err) {
-  size_t count;
-  if (msg_count(d, peer, bytes, &count, err)) return err->code;
-  if (d->verify) CU_TRY(be_cuda__fill_value(d->out, d->kt, count, CU_SENTINEL, d->stream));
-  if (issue_p2p(d, peer, count, err)) return err->code;
-  if (!d->verify) return PP_OK;
-  char what[48];
-  snprintf(what, sizeof what, "recv from rank %d", peer);
-  return check_sample(d, d->out, d->kt, 1, count, want_msg, &peer, what, err);
+/* Issues what be_nccl.c planned (a batch at its end, else nothing); while verifying, checks
+ * every receive of it. */
+static int issue_batch(be_dev *d, pp_err *err) {
+  if (issue(d, err)) return err->code;
+  for (int i = 0; i < d->nc.ncalls && d->verify; i++) {
+    const be_nc_call *c = &d->nc.calls[i];
+    if (c->kind != BE_NC_RECV) continue;
+    char what[48];
+    snprintf(what, sizeof what, "recv from rank %d", c->peer);
+    if (check_sample(d, at(d->out, c->off), d->kt, 1, c->count, want_msg, &c->peer, what, err))
+      return err->code;
+  }
+  return PP_OK;
+}
+
+static int cuda_send(be_dev *d, int peer, double bytes, int end, pp_err *err) {
+  size_t count = 0;
+  if (be_nc__send(&d->nc, peer, bytes, end, &count, err)) return err->code;
+  if (d->verify) CU_TRY(be_cuda__fill_pattern(d->in, d->kt, count, count, d->rank, 0, d->stream));
+  return issue_batch(d, err);
+}
+
+static int cuda_recv(be_dev *d, int peer, double bytes, int end, pp_err *err) {
+  size_t count = 0, off = 0;
+  if (be_nc__recv(&d->nc, peer, bytes, end, &count, &off, err)) return err->code;
+  if (d->verify) CU_TRY(be_cuda__fill_value(at(d->out, off), d->kt, count, CU_SENTINEL, d->stream));
+  return issue_batch(d, err);
 }
 
 static int cuda_barrier(be_dev *d, pp_err *err) {
-  if (flush_sends(d, err)) return err->code;
-  float *one = (float *)((char *)d->hs + 16);
-  snprintf(d->last_op, sizeof d->last_op, "barrier");
-  NCCL_TRY(ncclAllReduce(one, one, 1, ncclFloat32, ncclMax, d->world, d->stream));
+  if (be_nc__barrier(&d->nc, err) || issue(d, err)) return err->code;
   return wait_stream(d, err);
 }
 

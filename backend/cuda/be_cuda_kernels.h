@@ -19,7 +19,7 @@ typedef enum { BE_CUDA_BF16, BE_CUDA_FP16, BE_CUDA_FP32 } be_cuda_dt;
 #define BE_CUDA_PATTERN_MOD 251
 
 /* p[i] = uniform in [-1, 1), a hash of (seed, i): never all zeros (zeros lower the power a
- * GEMM draws and flatter its speed, notes/gpu.md). */
+ * GEMM draws and flatter its speed, docs/models.md). */
 cudaError_t be_cuda__fill_random(void *p, be_cuda_dt t, size_t n, unsigned long long seed,
                                  cudaStream_t s);
 /* p[i] = v. */

@@ -24,11 +24,16 @@ int be_cuda_probe(be_cuda_info *out, pp_err *err) {
     return pp_err_set(err, PP_DEVICE, "nccl: ncclGetVersion: %s", ncclGetErrorString(nr));
   int n = 0;
   cudaError_t ce = cudaGetDeviceCount(&n);
-  if (ce != cudaSuccess) {
-    /* no driver or no GPU: not an error for a probe */
-    (void)cudaGetLastError();
+  (void)cudaGetLastError();
+  /* no GPU: the driver sees none, or there is no driver at all (the runtime then calls it
+   * insufficient). Anything else (a driver older than the runtime, a stub libcuda, a driver
+   * that fails to initialise) is a broken installation, not a machine without a GPU. */
+  if (ce == cudaErrorNoDevice || (ce == cudaErrorInsufficientDriver && !out->driver_version))
     return PP_OK;
-  }
+  if (ce != cudaSuccess)
+    return pp_err_set(err, PP_DEVICE, "cuda: cudaGetDeviceCount: %s (%s; driver %d, runtime %d)",
+                      cudaGetErrorName(ce), cudaGetErrorString(ce), out->driver_version,
+                      out->runtime_version);
   out->devices = n;
   if (n > 0) {
     struct cudaDeviceProp prop;

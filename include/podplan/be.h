@@ -19,8 +19,8 @@ typedef enum {
   BE_OP_ATTN,    /* attention core: batch = sequences x heads, m queries, n keys, k head dim */
   BE_OP_MEM,     /* memory-bound op moving `bytes` (read + written) */
   BE_OP_COLL,    /* collective on a group, `bytes` per rank (nccl-tests convention) */
-  BE_OP_SEND,    /* send `bytes` to rank `peer`; may complete later (by the next fence) */
-  BE_OP_RECV,    /* receive `bytes` from rank `peer`; done when the data is usable */
+  BE_OP_SEND,    /* send `bytes` to rank `peer`, in a p2p batch (be_op.batch_end) */
+  BE_OP_RECV,    /* receive `bytes` from rank `peer`, in a p2p batch */
   BE_OP_BARRIER, /* every rank of the job */
   BE_NOPKINDS
 } be_op_kind;
@@ -51,6 +51,10 @@ typedef struct be_op {
   int group;        /* COLL: index into be_plan.groups */
   int peer;         /* SEND, RECV: rank */
   int recompute;    /* 1: recomputation (its FLOPs are not model FLOPs) */
+  int batch_end;    /* SEND, RECV: 1 on the last op of its p2p batch. A batch is the sends and
+                       receives since the previous one's end, consecutive ops; they are posted
+                       together (one NCCL group) and that last op returns when all of them are
+                       done, so its time is the batch's (the ops before it take none) */
 } be_op;
 
 /* A communicator: ranks of the job (be_plan ranks), in rank order. Groups of one kind
@@ -67,6 +71,8 @@ typedef struct be_prog {
   int stage; /* pipeline rank */
   be_op *ops;
   int nops, cap;
+  int *peers; /* the ranks it sends to or receives from, ascending, itself excluded */
+  int npeers;
 } be_prog;
 
 typedef struct be_plan {
@@ -79,9 +85,10 @@ typedef struct be_plan {
   int shrink;              /* width divisor (1: full width) */
   spec_dtype dtype;
   double model_flops;      /* per iteration, as run (6 N tokens + causal attention) */
-  double max_gemm_elems;   /* largest A, B or C of a GEMM, elements */
+  double max_gemm_elems;   /* largest A, B or C of a GEMM, Q, K, V or O of an attention */
   double max_attn_elems;   /* largest attention score block, elements */
-  double max_msg_bytes;    /* largest collective, send or receive buffer */
+  double max_msg_bytes;    /* largest collective or send buffer, or receives of a p2p batch
+                              together (they land side by side) */
 } be_plan;
 
 typedef struct be_lower_opts {
@@ -108,8 +115,17 @@ typedef struct be_dev_cfg {
   spec_dtype dtype;
   double max_gemm_elems, max_attn_elems, max_msg_bytes; /* buffers to allocate */
   double timeout_s;        /* a communication not done by then fails with PP_DEVICE */
-  int local_device;        /* cuda: GPU index on this node */
+  int local_rank;          /* cuda: this rank's index among the job's ranks on its node; it
+                              uses GPU be_gpu_index(local_rank, visible GPUs) */
+  const int *peers;        /* ranks this one sends to or receives from (be_prog.peers): the
+                              cuda device connects them all at open; others are refused */
+  int npeers;
 } be_dev_cfg;
+
+/* The GPU a rank uses among the `visible` ones of its node: local_rank mod visible (one GPU
+ * per rank whether each rank sees all the node's GPUs or, under CUDA_VISIBLE_DEVICES or a
+ * scheduler's binding, only its own); -1 when none is visible or local_rank < 0. */
+int be_gpu_index(int local_rank, int visible);
 
 typedef struct be_device {
   const char *name; /* "cpu", "cuda" */
@@ -120,11 +136,13 @@ typedef struct be_device {
   int (*attn)(be_dev *d, int batch, int sq, int skv, int dh, int causal, pp_err *err);
   int (*mem)(be_dev *d, double bytes, pp_err *err);
   int (*coll)(be_dev *d, int group, cm_coll c, double bytes, pp_err *err);
-  int (*send)(be_dev *d, int peer, double bytes, pp_err *err);
-  int (*recv)(be_dev *d, int peer, double bytes, pp_err *err);
+  /* A message of the open p2p batch (be_op.batch_end); `end`: the batch's last, which posts
+   * all of it together and returns when all of it is done (receives' data usable). */
+  int (*send)(be_dev *d, int peer, double bytes, int end, pp_err *err);
+  int (*recv)(be_dev *d, int peer, double bytes, int end, pp_err *err);
   int (*barrier)(be_dev *d, pp_err *err);
   /* Timing: mark(i) records point i after everything issued so far; fence() waits for all
-   * issued work (sends included); times(n, t) then gives marks 0..n-1 in seconds since
+   * issued work (a p2p batch left open is an error); times(n, t) then gives marks 0..n-1 in seconds since
    * mark 0. Marks are reused every iteration. */
   int (*mark)(be_dev *d, int i, pp_err *err);
   int (*fence)(be_dev *d, pp_err *err);
@@ -147,7 +165,8 @@ typedef struct be_exec_opts {
 typedef struct be_exec_result {
   int nops, iters;
   double *op_s;     /* per op: mean seconds over the timed iterations */
-  double *op_start; /* per op: start in the last timed iteration, seconds from its start */
+  double *op_start; /* per op: start in the last timed iteration, seconds from its start;
+                       op_start[nops]: the end of the last op */
   double *iter_s;   /* per timed iteration: this rank's time from the common start */
   int verified;     /* 1 when the verifying iteration passed */
 } be_exec_result;
@@ -176,8 +195,10 @@ typedef struct be_cuda_info {
   double device0_gib;  /* memory of GPU 0, GiB */
 } be_cuda_info;
 
-/* Fills *out. Without CUDA in the build: PP_DEVICE "built without CUDA". No GPU is not an
- * error: devices is 0. */
+/* Fills *out. Without CUDA in the build: PP_DEVICE "built without CUDA". No GPU (no driver,
+ * or a driver that sees none) is not an error: devices is 0. Any other failure to count the
+ * GPUs (a driver too old, a stub driver, one that fails) is PP_DEVICE: GPU tests fail on it
+ * rather than skip. */
 int be_cuda_probe(be_cuda_info *out, pp_err *err);
 
 #endif

@@ -102,7 +102,7 @@ typedef struct cm_params {
                                 separate blocking call (DeepSpeed's 2021 pipeline engine) */
 } cm_params;
 
-/* Defaults from published figures (../shared/data, notes/nccl.md, notes/gpu.md), the
+/* Defaults from published figures and measurements (benchmarks/data, docs/models.md), the
  * software defaults of today's Megatron-Core, and dropout as the model family trains. */
 void cm_params_default(const spec_model *m, cm_params *out);
 

@@ -284,5 +284,8 @@ typedef struct spec_step {
  * Megatron-LM orders them: warm-up forwards, one-forward-one-backward, cool-down backwards).
  * out holds 2*m*v; returns the count. */
 int spec_schedule_steps(spec_schedule s, int P, int r, int m, int v, spec_step *out);
+/* The warm-up of that order: how many forwards run before the first forward-backward pair
+ * (then m * v - warm-up pairs, then warm-up cool-down backwards); GPipe: m. */
+int spec_schedule_warmup(spec_schedule s, int P, int r, int m, int v);
 
 #endif
