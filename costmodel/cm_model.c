@@ -434,17 +434,17 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   }
   double pipe, p2p_total = 0;
   if (P > 1) p2p_total = cm->p.pp_p2p_per_mb * ((double)mb * v + P - 2) * p2p_max;
-  if (v > 1)
-    pipe = mb * tmax + (sum - tmax) / v;
-  else
-    pipe = (mb - 1) * tmax + sum;
+  /* the bubble: every other rank's work once (1/v of it when interleaved); sum >= tmax in
+   * floating point too (tmax is one of the non-negative terms), so it is never negative */
+  double bubble = (sum - tmax) / v;
+  pipe = mb * tmax + bubble;
   const rank_cost *B = &rk[bott];
   out->t.compute_s = mb * B->comp;
   out->t.tp_comm_s = mb * B->tp;
   out->t.cp_comm_s = mb * B->cp;
   out->t.ep_comm_s = mb * B->ep;
   out->t.dp_comm_s = mb * B->dp;
-  out->t.pp_bubble_s = pipe - mb * tmax;
+  out->t.pp_bubble_s = bubble;
   out->t.pp_p2p_s = p2p_total;
 
   /* the data-parallel tail: each rank reduces its gradients when its own last backward is
