@@ -10,6 +10,7 @@
  * resolve again to the same JSON; its layout builds and places every GPU of the plan exactly
  * once, each group's members on GPUs of the plan in the group's stage, every GPU in exactly
  * one group of each kind with the sizes the degrees give, and the layers split over the stages;
+ * the groups the cost model prices (cm_priced_group) are the layout's, member for member;
  * the evaluation's figures are finite and non-negative, its breakdown parts too (the pipeline
  * bubble once came out at -1.4e-14 s with pp=1: corpus/plan/regress-bubble-rounding), and its
  * breakdown adds up to the iteration time. */
@@ -139,6 +140,27 @@ static void check_layout(const spec_plan *p, const spec_model *m, const spec_lay
   free(count);
 }
 
+/* The groups the cost model prices (cm_priced_group: the group of each stage's first rank)
+ * are the layout's groups, member for member. */
+static void check_priced_groups(const spec_plan *p, const spec_layout *l, int gpus) {
+  int *mem = malloc((size_t)gpus * sizeof *mem);
+  FZ_CHECK(mem != NULL, "out of memory");
+  for (int s = 0; s < l->nstages; s++)
+    for (int k = 0; k < SPEC_NGRPS; k++) {
+      int n = cm_priced_group(p, s, (spec_grp)k, mem);
+      FZ_CHECK(n >= 1 && mem[0] >= 0 && mem[0] < gpus && l->slot_of_gpu[mem[0]] >= 0,
+               "stage %d: priced %s group of %d members from gpu %d", s, spec_grp_name(k), n,
+               n >= 1 ? mem[0] : -1);
+      const spec_group *G = &l->groups[l->slots[l->slot_of_gpu[mem[0]]].group[k]];
+      FZ_CHECK(G->n == n && G->stage == s, "stage %d: priced %s group has %d members, layout %d",
+               s, spec_grp_name(k), n, G->n);
+      for (int q = 0; q < n; q++)
+        FZ_CHECK(G->gpus[q] == mem[q], "stage %d: priced %s group member %d: gpu %d, layout %d",
+                 s, spec_grp_name(k), q, mem[q], G->gpus[q]);
+    }
+  free(mem);
+}
+
 static void check_result(const cm_result *r, int nstages) {
   const double figs[] = {r->tokens_per_s, r->model_tflops_per_gpu, r->mfu, r->hfu,
                          r->sc21_tflops_per_gpu, r->model_flops, r->hw_flops, r->sc21_flops,
@@ -197,6 +219,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rc = spec_layout_build(&p, &m, c.gpus, &l, &err);
   FZ_CHECK(rc == PP_OK, "valid plan has no layout: %s", err.msg);
   check_layout(&p, &m, &l, c.gpus);
+  check_priced_groups(&p, &l, c.gpus);
 
   rc = cm_model_create(&m, &c, NULL, &cm, &err);
   FZ_CHECK(rc == PP_OK, "cost model: %s", err.msg);
