@@ -129,10 +129,10 @@ int cmd_simulate(int argc, char **argv) {
     rc = cli_fail(CMD, &err);
     goto done;
   }
-  double T = r.iter_time_s, tokens = (double)p.gbs * m.seq_len;
-  double tps = tokens / T, per_gpu = T * cl.gpus;
-  double mfu = pr.model_flops / per_gpu / (cl.gpu.bf16_tflops * 1e12);
-  double hfu = pr.hw_flops / per_gpu / (cl.gpu.bf16_tflops * 1e12);
+  double T = r.iter_time_s;
+  cm_result at = pr; /* the cost model's result, its throughput at the simulated time */
+  cm_throughput(cm, &p, T, &at);
+  double tps = at.tokens_per_s, mfu = at.mfu, hfu = at.hfu;
   char text[SPEC_PLAN_STR_MAX] = "(non-uniform)";
   if (!p.nstages) spec_plan_format(&p, text, sizeof text, &err);
   if (trace) {
@@ -158,7 +158,7 @@ int cmd_simulate(int argc, char **argv) {
     json_t *out = json_pack(
         "{s:f,s:f,s:f,s:f,s:f,s:f,s:b,s:o,s:f,s:f,s:I,s:o,s:s,s:s,s:i,s:s,s:o}",
         "iter_time_s", T, "tokens_per_s", tps, "model_tflops_per_gpu",
-        pr.model_flops / per_gpu / 1e12, "mfu", mfu, "hfu", hfu, "mem_gib_per_gpu",
+        at.model_tflops_per_gpu, "mfu", mfu, "hfu", hfu, "mem_gib_per_gpu",
         pr.mem_gib_per_gpu, "feasible", pr.feasible, "breakdown", cli_breakdown_json(&r.t),
         "sim_wall_s", r.sim_wall_s, "predicted_iter_time_s",
         pr.iter_time_s, "messages", (json_int_t)r.messages, "link_utilisation", util, "model",
@@ -174,7 +174,7 @@ int cmd_simulate(int argc, char **argv) {
            100 * (T / pr.iter_time_s - 1));
     printf("  tokens/s            %10.4g\n", tps);
     printf("  model TFLOP/s       %10.1f per GPU   MFU %.1f%%   HFU %.1f%%\n",
-           pr.model_flops / per_gpu / 1e12, 100 * mfu, 100 * hfu);
+           at.model_tflops_per_gpu, 100 * mfu, 100 * hfu);
     printf("  slowest GPU's time  %10s %7s\n", "seconds", "%");
     struct {
       const char *name;

@@ -190,6 +190,26 @@ int cm_layer_profile_get(cm_model *cm, int tp, int cp, int ep, int dp, int mbs, 
   return PP_OK;
 }
 
+void cm_throughput(const cm_model *cm, const spec_plan *p, double iter_time_s, cm_result *out) {
+  const spec_model *m = &cm->m;
+  double tokens = (double)p->gbs * m->seq_len;
+  spec_recompute rc = p->nstages == 0 ? p->recompute : p->stages[0].recompute;
+  out->tokens_per_s = tokens / iter_time_s;
+  out->model_flops = tokens * cm->flops_per_token;
+  out->hw_flops = out->model_flops +
+                  tokens * (rc == SPEC_RECOMPUTE_FULL        ? cm->recompute_full_per_token
+                            : rc == SPEC_RECOMPUTE_SELECTIVE ? cm->recompute_selective_per_token
+                                                             : 0);
+  double l = m->layers, h = m->hidden, s = m->seq_len;
+  double k = rc == SPEC_RECOMPUTE_FULL ? 96 : 72;
+  out->sc21_flops = k * p->gbs * s * l * h * h * (1 + s / (6 * h) + m->vocab / (16 * l * h));
+  double per_gpu = iter_time_s * cm->c.gpus;
+  out->model_tflops_per_gpu = out->model_flops / per_gpu / 1e12;
+  out->sc21_tflops_per_gpu = out->sc21_flops / per_gpu / 1e12;
+  out->mfu = out->model_flops / per_gpu / cm->peak_bf16_flops;
+  out->hfu = out->hw_flops / per_gpu / cm->peak_bf16_flops;
+}
+
 /* ---- evaluation ------------------------------------------------------------------------------ */
 
 /* One pipeline rank (or stage of a non-uniform plan) as the schedule sees it. */
@@ -511,25 +531,9 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   out->feasible = out->mem.total_gib <= cm->c.gpu.hbm_gib;
   out->mem_excess_gib = out->feasible ? 0 : out->mem.total_gib - cm->c.gpu.hbm_gib;
 
-  /* throughput and FLOPs */
-  double tokens = (double)p->gbs * m->seq_len;
-  spec_recompute rcmp = uniform ? p->recompute : p->stages[0].recompute;
   out->microbatches = mb;
   out->bottleneck_stage = bott;
-  out->tokens_per_s = tokens / out->iter_time_s;
-  out->model_flops = tokens * cm->flops_per_token;
-  out->hw_flops = out->model_flops +
-                  tokens * (rcmp == SPEC_RECOMPUTE_FULL        ? cm->recompute_full_per_token
-                            : rcmp == SPEC_RECOMPUTE_SELECTIVE ? cm->recompute_selective_per_token
-                                                               : 0);
-  double l = m->layers, h = m->hidden, s = m->seq_len;
-  double k = rcmp == SPEC_RECOMPUTE_FULL ? 96 : 72;
-  out->sc21_flops = k * p->gbs * s * l * h * h * (1 + s / (6 * h) + m->vocab / (16 * l * h));
-  double per_gpu = out->iter_time_s * cm->c.gpus;
-  out->model_tflops_per_gpu = out->model_flops / per_gpu / 1e12;
-  out->sc21_tflops_per_gpu = out->sc21_flops / per_gpu / 1e12;
-  out->mfu = out->model_flops / per_gpu / cm->peak_bf16_flops;
-  out->hfu = out->hw_flops / per_gpu / cm->peak_bf16_flops;
+  cm_throughput(cm, p, out->iter_time_s, out);
 
 done:
   if (rk != stack) free(rk);

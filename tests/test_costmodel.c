@@ -1,7 +1,8 @@
 /* The cost model against hand-computed values: ring all-reduce = 2(n-1)/n S/B + 2(n-1) a,
  * FLOP counts, Korthikanti et al. 2022 activation memory (Table 2), GEMM efficiency at the
  * measured point; monotonicity (more data parallelism never raises memory per GPU, a slower
- * fabric never makes a plan faster); an infeasible plan says by how much. */
+ * fabric never makes a plan faster); throughput and MFU at another iteration time
+ * (cm_throughput, as the simulator's caller uses it); an infeasible plan says by how much. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -134,6 +135,18 @@ static void flops_and_memory(void) {
   CHECK_NEAR(k->compute_s + k->tp_comm_s + k->cp_comm_s + k->ep_comm_s + k->pp_bubble_s +
                  k->pp_p2p_s + k->dp_comm_s + k->optimizer_s,
              r.iter_time_s, 1e-9);
+  /* throughput at another iteration time (as simulate uses it): MFU = model FLOPs / (time *
+   * GPUs * bf16 peak of the A100, 312 TFLOP/s); twice the time halves tokens/s and MFU */
+  spec_plan pl;
+  pp_err perr = {0};
+  CHECK_EQ(spec_plan_parse("tp=8,mbs=1,gbs=8,recompute=full", &pl, &perr), PP_OK);
+  cm_result at = r;
+  cm_throughput(cm, &pl, 2 * r.iter_time_s, &at);
+  CHECK_NEAR(at.mfu, r.model_flops / (2 * r.iter_time_s * 8 * 312e12), 1e-9);
+  CHECK_NEAR(at.mfu, r.mfu / 2, 1e-12);
+  CHECK_NEAR(at.tokens_per_s, 8 * s / (2 * r.iter_time_s), 1e-12);
+  CHECK_NEAR(at.hfu / at.mfu, r.hfu / r.mfu, 1e-12);
+  spec_plan_clear(&pl);
   cm_model_destroy(cm);
 
   /* the GEMM default reproduces the measured 8192^3 bf16 point on an H200 (78-81%) */

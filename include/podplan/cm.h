@@ -174,6 +174,11 @@ const cm_params *cm_model_params(const cm_model *cm);
 /* Scores a resolved, valid plan (uniform or non-uniform). An infeasible plan is a result,
  * not an error: feasible = 0 and mem_excess_gib say by how much. */
 int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err);
+/* The throughput fields of a result (tokens_per_s, model_tflops_per_gpu, mfu, hfu,
+ * sc21_tflops_per_gpu and the three FLOP counts) for plan p run in iter_time_s: the one place
+ * they are computed, for the cost model's own time (cm_eval) and for a time another model
+ * measured (the simulator's). MFU and HFU are taken against the dense bf16 peak. */
+void cm_throughput(const cm_model *cm, const spec_plan *p, double iter_time_s, cm_result *out);
 
 /* Placement of a group of n ranks whose GPU ids step by `stride` (uniform plans: TP stride 1,
  * CP stride tp, DP stride tp, n = dp*cp, PP neighbours stride tp*cp*dp). The groups of the same
