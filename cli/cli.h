@@ -50,9 +50,7 @@ int cli_load_specs(const char *cmd, const char *model, const char *cluster, int 
                    const char *plan, spec_model *m, spec_cluster *c, spec_plan *p);
 /* The breakdown keys of docs/cli.md (compute_s ... optimizer_s) as a new object. */
 json_t *cli_breakdown_json(const cm_breakdown *t);
-/* One transaction on the database at path db: the cluster (when c), the model, plan and
- * score sc with its breakdown (when sc; breakdown is consumed), and n measurements tied to
- * the cluster (added: how many were new). Specs and plans are stored once, by hash. */
+/* store_save with the score's breakdown as a JSON object (consumed). */
 int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
              store_score *sc, json_t *breakdown, store_measurement *ms, size_t n,
              size_t *added, pp_err *err);

@@ -89,24 +89,10 @@ json_t *cli_breakdown_json(const cm_breakdown *t) {
 int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
              store_score *sc, json_t *breakdown, store_measurement *ms, size_t n,
              size_t *added, pp_err *err) {
-  store *s = NULL;
-  int64_t cid = 0;
   char *bds = NULL;
   if (sc && breakdown) sc->breakdown_json = bds = json_dumps(breakdown, JSON_COMPACT);
   json_decref(breakdown);
-  int rc = store_open(db, NULL, &s, err);
-  if (!rc) rc = store_begin(s, err);
-  if (!rc && c) rc = store_put_cluster(s, c, &cid, err);
-  if (!rc && sc) {
-    sc->cluster_id = cid;
-    rc = store_put_model(s, m, &sc->model_id, err);
-    if (!rc) rc = store_put_plan(s, p, &sc->plan_id, err);
-    if (!rc) rc = store_put_score(s, sc, NULL, err);
-  }
-  for (size_t i = 0; i < n; i++) ms[i].cluster_id = cid;
-  if (!rc && n) rc = store_put_measurements(s, ms, n, added, err);
-  if (!rc) rc = store_commit(s, err);
-  store_close(s); /* rolls back what was not committed */
+  int rc = store_save(db, m, c, p, sc, ms, n, added, err);
   free(bds);
   return rc;
 }

@@ -1,6 +1,7 @@
 /* The store on real SQLite files: create, reopen, migrate (the real schema and the
  * migration runner on its own list), a reader while another process writes, a locked
- * database, a writer killed mid-transaction, and rows stored once. */
+ * database, a writer killed mid-transaction, rows stored once, and store_save (a scored plan
+ * with its specs and measurements, all or nothing). */
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -303,6 +304,44 @@ static void killed(const char *dir) {
   free(db);
 }
 
+/* store_save: a scored plan with its specs and measurements in one transaction; a second
+ * save of the same adds no rows; a save whose last measurement breaks the schema's rule
+ * (time_s > 0) leaves the file as it was, cluster, model, plan and score included. */
+static void save(const char *dir) {
+  char *db = tu_path(dir, "save.db");
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-h100", 8, &c, &err), PP_OK);
+  CHECK_EQ(spec_plan_parse("tp=2,pp=2,mbs=1,gbs=8", &p, &err), PP_OK);
+  CHECK_EQ(spec_plan_resolve(&p, &m, &c, &err), PP_OK);
+  store_score sc = {.source = STORE_SRC_COSTMODEL, .iter_time_s = 2, .tokens_per_s = 1,
+                    .feasible = 1};
+  store_measurement ms[3] = {meas("save", 0), meas("save", 1), meas("save", 2)};
+  size_t added = 0;
+  CHECK_EQ(store_save(db, &m, &c, &p, &sc, ms, 3, &added, &err), PP_OK);
+  CHECK_EQ(added, 3);
+  CHECK(sc.plan_id > 0 && sc.model_id > 0 && sc.cluster_id > 0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements WHERE cluster_id IS NOT NULL"), 3);
+  CHECK_EQ(store_save(db, &m, &c, &p, &sc, ms, 3, &added, &err), PP_OK);
+  CHECK_EQ(added, 0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores"), 1);
+
+  spec_cluster c2;
+  CHECK_EQ(spec_cluster_load("dgx-a100", 8, &c2, &err), PP_OK);
+  store_measurement bad[2] = {meas("bad", 0), meas("bad", 1)};
+  bad[1].time_s = 0;
+  CHECK(store_save(db, &m, &c2, &p, &sc, bad, 2, &added, &err) != PP_OK);
+  CHECK(err.msg[0] != 0 && !strchr(err.msg, '\n'));
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM clusters"), 1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores"), 1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements"), 3);
+  spec_plan_clear(&p);
+  free(db);
+}
+
 int main(void) {
   char *dir = tu_tmpdir("store");
   CHECK(dir != NULL);
@@ -310,6 +349,7 @@ int main(void) {
   migrations(dir);
   concurrent(dir);
   killed(dir);
+  save(dir);
   tu_rmtree(dir);
   free(dir);
   return check_status();

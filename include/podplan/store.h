@@ -93,6 +93,14 @@ typedef struct store_measurement {
 int store_put_measurements(store *s, const store_measurement *m, size_t n, size_t *added,
                            pp_err *err);
 
+/* What a command stores, in one transaction on the file at `path` (opened and closed here):
+ * the cluster (when c), the model, the plan and the score (when sc: its spec ids are filled
+ * in; m and p needed then), and n measurements tied to the cluster. *added (may be NULL) gets
+ * the number of new measurement rows. Specs and plans are stored once, by hash; a failure
+ * leaves the file as it was. */
+int store_save(const char *path, const spec_model *m, const spec_cluster *c, const spec_plan *p,
+               store_score *sc, store_measurement *ms, size_t n, size_t *added, pp_err *err);
+
 /* Row count of a table of the schema (for reports and tests). */
 int store_count(store *s, const char *table, int64_t *n, pp_err *err);
 
