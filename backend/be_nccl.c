@@ -51,25 +51,30 @@ void be_nc__free(be_nc *nc) {
 
 static void clear(be_nc *nc) { nc->nsteps = 0, nc->ncalls = 0; }
 
+/* Array a of n elements of `size` bytes and capacity *cap with room for one more (doubled
+ * when full, `first` to begin with): the array to use from now on, or NULL when out of memory
+ * (a and *cap are then as they were). */
+static void *room(void *a, int n, int *cap, size_t size, int first) {
+  if (n < *cap) return a;
+  int c = *cap ? 2 * *cap : first;
+  void *b = realloc(a, (size_t)c * size);
+  if (b) *cap = c;
+  return b;
+}
+
 static int step(be_nc *nc, int grouped, pp_err *err) {
-  if (nc->nsteps == nc->capsteps) {
-    int cap = nc->capsteps ? 2 * nc->capsteps : 8;
-    be_nc_step *s = realloc(nc->steps, (size_t)cap * sizeof *s);
-    if (!s) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
-    nc->steps = s, nc->capsteps = cap;
-  }
+  be_nc_step *s = room(nc->steps, nc->nsteps, &nc->capsteps, sizeof *s, 8);
+  if (!s) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
+  nc->steps = s;
   nc->steps[nc->nsteps++] = (be_nc_step){grouped, nc->ncalls, 0};
   return PP_OK;
 }
 
 /* Appends c to the last step. */
 static int call(be_nc *nc, be_nc_call c, pp_err *err) {
-  if (nc->ncalls == nc->capcalls) {
-    int cap = nc->capcalls ? 2 * nc->capcalls : 16;
-    be_nc_call *a = realloc(nc->calls, (size_t)cap * sizeof *a);
-    if (!a) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
-    nc->calls = a, nc->capcalls = cap;
-  }
+  be_nc_call *a = room(nc->calls, nc->ncalls, &nc->capcalls, sizeof *a, 16);
+  if (!a) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
+  nc->calls = a;
   nc->calls[nc->ncalls++] = c;
   nc->steps[nc->nsteps - 1].n++;
   return PP_OK;
@@ -123,12 +128,9 @@ static int no_batch(be_nc *nc, const char *what, pp_err *err) {
 
 /* Adds c to the open batch; at its end, the batch as one group. */
 static int batch_add(be_nc *nc, be_nc_call c, int end, pp_err *err) {
-  if (nc->npend == nc->cappend) {
-    int cap = nc->cappend ? 2 * nc->cappend : 16;
-    be_nc_call *p = realloc(nc->pend, (size_t)cap * sizeof *p);
-    if (!p) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
-    nc->pend = p, nc->cappend = cap;
-  }
+  be_nc_call *p = room(nc->pend, nc->npend, &nc->cappend, sizeof *p, 16);
+  if (!p) return pp_err_set(err, PP_NOMEM, "cuda: out of memory");
+  nc->pend = p;
   nc->pend[nc->npend++] = c;
   if (!end) return PP_OK;
   int n = nc->npend;
