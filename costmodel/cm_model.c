@@ -221,39 +221,66 @@ typedef struct rank_cost {
   double act_bytes;            /* activations of one microbatch over all its layers */
   double other_bytes;          /* working set, logits, embedding output */
   double zero3_gather;         /* ZeRO-3: parameters of one layer gathered at a time */
-  const cm__cfg *cfg;
+  const cm_stage_coef *co;     /* its configuration's coefficients (degrees, DP placement) */
 } rank_cost;
 
 static double rc_total(const rank_cost *r) { return r->comp + r->tp + r->cp + r->ep + r->dp; }
 
-/* Adds `layers` layers (and the embedding or the head) of a configuration to a rank. */
-static void add_chunk(const cm_model *cm, const cm__cfg *g, const cm__layer_entry *e, int layers,
-                      int embed, int head, rank_cost *r) {
+/* The coefficients of a configuration whose layer, embedding and head costs are e. */
+static void coef_from(const cm_model *cm, const cm__cfg *g, const cm__layer_entry *e,
+                      cm_stage_coef *s) {
   const cm__layer *L = &e->layer;
+  memset(s, 0, sizeof *s);
+  s->cfg = (cm_stage_cfg){g->tp, g->cp, g->dp, g->ep, g->mbs, g->sp, g->recompute};
+  s->comp_s = L->fwd_s + L->bwd_s + L->recomp_s;
+  s->tp_s = L->tp_fwd_s + L->tp_bwd_s + L->tp_recomp_s;
+  s->cp_s = L->cp_fwd_s + L->cp_bwd_s;
+  s->ep_s = L->ep_fwd_s + L->ep_bwd_s + L->ep_recomp_s;
+  s->bwd_s = L->bwd_s + L->recomp_s + L->tp_bwd_s + L->tp_recomp_s + L->cp_bwd_s + L->ep_bwd_s +
+             L->ep_recomp_s;
+  s->params = cm->layer_dense_params / g->tp;
+  s->expert_params = cm->layer_expert_params / ((double)g->tp * g->ep);
+  s->act_bytes = L->act_bytes;
+  s->work_bytes = L->work_bytes;
+  s->zero3_gather_bytes = (s->params + s->expert_params) * cm->act_bytes;
+  s->embed_comp_s = e->emb_f + e->emb_b;
+  s->embed_bwd_s = e->emb_b;
+  s->embed_params = cm->embed_params / g->tp;
+  s->embed_mem_bytes = e->emb_mem;
+  s->head_comp_s = e->head_f + e->head_b;
+  s->head_bwd_s = e->head_b;
+  s->head_params = cm->head_params / g->tp;
+  s->head_mem_bytes = e->head_mem;
+  s->dp_pl = g->dp_pl;
+  s->edp_pl = g->edp_pl;
+}
+
+/* Adds `layers` layers (and the embedding or the head) of a stage's coefficients to a rank:
+ * the one place a rank's cost is assembled (cm_eval and cm_stage_time/memory). */
+static void add_chunk(const cm_model *cm, const cm_stage_coef *s, int layers, int embed,
+                      int head, rank_cost *r) {
   double n = layers;
-  r->comp += n * (L->fwd_s + L->bwd_s + L->recomp_s);
-  r->tp += n * (L->tp_fwd_s + L->tp_bwd_s + L->tp_recomp_s);
-  r->cp += n * (L->cp_fwd_s + L->cp_bwd_s);
-  r->ep += n * (L->ep_fwd_s + L->ep_bwd_s + L->ep_recomp_s);
-  r->bwd += n * (L->bwd_s + L->recomp_s + L->tp_bwd_s + L->tp_recomp_s + L->cp_bwd_s +
-                 L->ep_bwd_s + L->ep_recomp_s);
-  r->params += n * cm->layer_dense_params / g->tp;
-  r->expert_params += n * cm->layer_expert_params / ((double)g->tp * g->ep);
-  r->act_bytes += n * L->act_bytes;
-  if (L->work_bytes > r->other_bytes) r->other_bytes = L->work_bytes;
-  r->zero3_gather = (cm->layer_dense_params / g->tp + cm->layer_expert_params / (g->tp * g->ep)) *
-                    cm->act_bytes;
+  r->comp += n * s->comp_s;
+  r->tp += n * s->tp_s;
+  r->cp += n * s->cp_s;
+  r->ep += n * s->ep_s;
+  r->bwd += n * s->bwd_s;
+  r->params += n * s->params;
+  r->expert_params += n * s->expert_params;
+  r->act_bytes += n * s->act_bytes;
+  if (s->work_bytes > r->other_bytes) r->other_bytes = s->work_bytes;
+  r->zero3_gather = s->zero3_gather_bytes;
   if (embed) {
-    r->comp += e->emb_f + e->emb_b;
-    r->bwd += e->emb_b;
-    r->params += cm->embed_params / g->tp;
-    r->other_bytes += e->emb_mem;
+    r->comp += s->embed_comp_s;
+    r->bwd += s->embed_bwd_s;
+    r->params += s->embed_params;
+    r->other_bytes += s->embed_mem_bytes;
   }
   if (head) {
-    r->comp += e->head_f + e->head_b;
-    r->bwd += e->head_b;
-    if (!(embed && cm->m.tied_embeddings)) r->params += cm->head_params / g->tp; /* own copy */
-    r->other_bytes += e->head_mem;
+    r->comp += s->head_comp_s;
+    r->bwd += s->head_bwd_s;
+    if (!(embed && cm->m.tied_embeddings)) r->params += s->head_params; /* own copy */
+    r->other_bytes += s->head_mem_bytes;
   }
 }
 
@@ -273,36 +300,29 @@ int cm_priced_group(const spec_plan *p, int stage, spec_grp kind, int *out) {
   return r[kind].count;
 }
 
-/* Where a stage's groups sit: the groups its first rank belongs to, by the layout's rule
- * (spec_grp_rules). A uniform plan's groups of one kind are all alike and tile the cluster
- * from GPU 0, so they are placed by count and stride (p NULL); a non-uniform stage's from
- * their GPU ids (cm_priced_group; tmp holds the stage's GPUs). */
-static void place_groups(const cm_model *cm, cm__cfg *g, const spec_plan *p, int stage,
-                         int *tmp) {
+/* Where a uniform plan's groups sit: the groups of its first rank, by the layout's rule
+ * (spec_grp_rules). Groups of one kind are all alike and tile the cluster from GPU 0, so they
+ * are placed by count and stride. (Non-uniform stages: cm_stage_coef_get, from their GPU ids.) */
+static void place_groups(const cm_model *cm, cm__cfg *g) {
   spec_grp_rule r[SPEC_NGRPS];
   spec_grp_rules(g->tp, g->cp, g->dp, g->ep, r);
   cm_place *pl[SPEC_NGRPS] = {[SPEC_GRP_TP] = &g->tp_pl, [SPEC_GRP_CP] = &g->cp_pl,
                               [SPEC_GRP_DP] = &g->dp_pl, [SPEC_GRP_EP] = &g->ep_pl,
                               [SPEC_GRP_EDP] = &g->edp_pl};
-  for (int k = 0; k < SPEC_NGRPS; k++) {
-    if (p)
-      cm_place_list(cm, tmp, cm_priced_group(p, stage, k, tmp), pl[k]);
-    else
-      cm_place_group(cm, r[k].count, r[k].stride, pl[k]);
-  }
+  for (int k = 0; k < SPEC_NGRPS; k++) cm_place_group(cm, r[k].count, r[k].stride, pl[k]);
 }
 
 static void make_cfg(const cm_model *cm, cm__cfg *g, int tp, int cp, int dp, int ep, int mbs,
                      int sp, spec_recompute rc) {
   g->tp = tp, g->cp = cp, g->dp = dp, g->ep = ep, g->mbs = mbs, g->sp = sp, g->recompute = rc;
-  place_groups(cm, g, NULL, 0, NULL);
+  place_groups(cm, g);
 }
 
 /* Time of the data-parallel gradient reduction of one rank (and the parameter all-gather of
  * the distributed optimizer, returned apart). */
 static void dp_times(const cm_model *cm, const rank_cost *r, int zero, double *reduce,
                      double *gather) {
-  const cm__cfg *g = r->cfg;
+  const cm_stage_coef *g = r->co;
   double gb = cm->p.grad_comm_bytes, ab = cm->act_bytes;
   *reduce = *gather = 0;
   if (zero == 0) {
@@ -321,7 +341,7 @@ static void dp_times(const cm_model *cm, const rank_cost *r, int zero, double *r
 static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double inflight_bytes,
                         cm_memory *mem) {
   const cm_params *p = &cm->p;
-  double D = (double)r->cfg->dp * r->cfg->cp, E = D / r->cfg->ep;
+  double D = (double)r->co->cfg.dp * r->co->cfg.cp, E = D / r->co->cfg.ep;
   double P = r->params, X = r->expert_params;
   double w = 2.0 * (P + X), gr = p->grad_bytes * (P + X), opt = 12.0 * (P + X);
   if (zero >= 1) opt = 12.0 * (P / D + X / E);
@@ -337,6 +357,61 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
                    mem->activations_gib + mem->other_gib + mem->overhead_gib;
 }
 
+/* ZeRO-3 gathers parameters for every forward and backward and reduce-scatters gradients
+ * every microbatch; what the compute of the microbatch does not hide is exposed. */
+static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
+  const cm_place *pl = &r->co->dp_pl;
+  double n = r->params + r->expert_params;
+  double c3 = 2 * cm_coll_best(cm, CM_ALL_GATHER, n * cm->act_bytes, pl, NULL) +
+              cm_coll_best(cm, CM_REDUCE_SCATTER, n * cm->p.grad_comm_bytes, pl, NULL);
+  return fmax(0, c3 - r->comp);
+}
+
+int cm_stage_coef_get(cm_model *cm, const cm_stage_cfg *g, const int *gpus, int n,
+                      cm_stage_coef *out, pp_err *err) {
+  if (g->tp < 1 || g->cp < 1 || g->dp < 1 || g->ep < 1 || g->mbs < 1 ||
+      (long long)g->tp * g->cp * g->dp != n || (g->dp * g->cp) % g->ep)
+    return pp_err_set(err, PP_PLAN, "stage: tp=%d cp=%d dp=%d ep=%d mbs=%d on %d GPUs", g->tp,
+                      g->cp, g->dp, g->ep, g->mbs, n);
+  cm__cfg c = {.tp = g->tp, .cp = g->cp, .dp = g->dp, .ep = g->ep, .mbs = g->mbs,
+               .sp = g->sp && g->tp > 1, .recompute = g->recompute};
+  /* the groups of the stage's first rank, from its GPU ids (spec_grp_rules) */
+  int stack[256], *tmp = n <= 256 ? stack : malloc((size_t)n * sizeof *tmp);
+  if (!tmp) return pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+  spec_grp_rule r[SPEC_NGRPS];
+  spec_grp_rules(c.tp, c.cp, c.dp, c.ep, r);
+  cm_place *pl[SPEC_NGRPS] = {[SPEC_GRP_TP] = &c.tp_pl, [SPEC_GRP_CP] = &c.cp_pl,
+                              [SPEC_GRP_DP] = &c.dp_pl, [SPEC_GRP_EP] = &c.ep_pl,
+                              [SPEC_GRP_EDP] = &c.edp_pl};
+  for (int k = 0; k < SPEC_NGRPS; k++)
+    cm_place_list(cm, tmp, spec_grp_members(&r[k], gpus, 0, tmp), pl[k]);
+  if (tmp != stack) free(tmp);
+  cm__layer_entry e = {0};
+  cm__layer_cost(cm, &c, &e.layer);
+  cm__embed_cost(cm, &c, &e.emb_f, &e.emb_b, &e.emb_mem);
+  cm__head_cost(cm, &c, &e.head_f, &e.head_b, &e.head_mem);
+  coef_from(cm, &c, &e, out);
+  return PP_OK;
+}
+
+double cm_stage_time(cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
+                     int zero) {
+  rank_cost r = {.co = s};
+  add_chunk(cm, s, layers, first, last, &r);
+  if (zero >= 3) r.dp = zero3_exposed(cm, &r);
+  return rc_total(&r);
+}
+
+void cm_stage_memory(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
+                     int zero, double inflight, cm_memory *out) {
+  rank_cost r = {.co = s};
+  add_chunk(cm, s, layers, first, last, &r);
+  rank_memory(cm, &r, zero, inflight * r.act_bytes, out);
+}
+
+const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
+const spec_cluster *cm_model_cluster(const cm_model *cm) { return &cm->c; }
+
 #define MAX_STACK_RANKS 256
 
 int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
@@ -351,7 +426,8 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
                       cm->c.gpus, cm->c.name);
 
   rank_cost stack[MAX_STACK_RANKS], *rk = stack;
-  cm__cfg cfg_u, *cfgs = NULL;
+  cm__cfg cfg_u;
+  cm_stage_coef coef_u, *coefs = NULL;
   int nvs = P * v;
   int counts_stack[MAX_STACK_RANKS], *counts = counts_stack;
   double *p2p = NULL, p2p_stack[MAX_STACK_RANKS];
@@ -373,14 +449,14 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   if (uniform) {
     cm__cfg *g = &cfg_u;
     make_cfg(cm, g, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
-    const cm__layer_entry *e = layer_costs(cm, g);
+    coef_from(cm, g, layer_costs(cm, g), &coef_u);
     spec_plan_stage_layers(p, m, counts);
     /* a rank's chunks add up linearly: sum its layers, then add the rank once */
     for (int i = 0; i < P; i++) {
       int layers = 0;
       for (int j = i; j < nvs; j += P) layers += counts[j];
-      rk[i].cfg = g;
-      add_chunk(cm, g, e, layers, i == 0, (nvs - 1) % P == i, &rk[i]);
+      rk[i].co = &coef_u;
+      add_chunk(cm, &coef_u, layers, i == 0, (nvs - 1) % P == i, &rk[i]);
     }
     cm_place pl;
     cm_place_group(cm, 2, p->tp * p->cp * p->dp, &pl);
@@ -389,31 +465,19 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     double t = P > 1 ? cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL) : 0;
     for (int i = 0; i < P; i++) p2p[i] = t;
   } else {
-    cfgs = calloc((size_t)P, sizeof *cfgs);
-    if (!cfgs) {
+    coefs = calloc((size_t)P, sizeof *coefs);
+    if (!coefs) {
       rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
       goto done;
     }
     int samples = p->gbs / p->microbatches;
     for (int i = 0; i < P; i++) {
       const spec_stage *st = &p->stages[i];
-      cm__cfg *g = &cfgs[i];
-      g->tp = st->tp, g->cp = st->cp, g->dp = st->dp, g->ep = st->ep;
-      g->mbs = samples / st->dp, g->sp = p->sp && st->tp > 1, g->recompute = st->recompute;
-      int *ids = malloc((size_t)st->ngpus * sizeof *ids);
-      if (!ids) {
-        rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
-        goto done;
-      }
-      place_groups(cm, g, p, i, ids);
-      free(ids);
-      cm__layer_entry e = {0};
-      cm__layer_cost(cm, g, &e.layer);
-      cm__embed_cost(cm, g, &e.emb_f, &e.emb_b, &e.emb_mem);
-      cm__head_cost(cm, g, &e.head_f, &e.head_b, &e.head_mem);
+      cm_stage_cfg g = {st->tp, st->cp, st->dp, st->ep, samples / st->dp, p->sp, st->recompute};
+      if ((rc = cm_stage_coef_get(cm, &g, st->gpus, st->ngpus, &coefs[i], err))) goto done;
       rank_cost *r = &rk[i];
-      r->cfg = g;
-      add_chunk(cm, g, &e, st->layer_end - st->layer_begin, i == 0, i == P - 1, r);
+      r->co = &coefs[i];
+      add_chunk(cm, &coefs[i], st->layer_end - st->layer_begin, i == 0, i == P - 1, r);
       p2p[i] = 0;
       if (i + 1 < P) {
         int pair[2] = {st->gpus[0], p->stages[i + 1].gpus[0]};
@@ -433,15 +497,7 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   /* ZeRO-3 gathers parameters for every forward and backward and reduce-scatters gradients
    * every microbatch; what the compute of the microbatch does not hide is exposed */
   if (zero >= 3)
-    for (int i = 0; i < P; i++) {
-      rank_cost *r = &rk[i];
-      const cm__cfg *g = r->cfg;
-      double pb = (r->params + r->expert_params) * cm->act_bytes;
-      double c3 = 2 * cm_coll_best(cm, CM_ALL_GATHER, pb, &g->dp_pl, NULL) +
-                  cm_coll_best(cm, CM_REDUCE_SCATTER, (r->params + r->expert_params) *
-                                                          cm->p.grad_comm_bytes, &g->dp_pl, NULL);
-      r->dp = fmax(0, c3 - r->comp);
-    }
+    for (int i = 0; i < P; i++) rk[i].dp = zero3_exposed(cm, &rk[i]);
 
   /* the pipeline */
   double tmax = 0, sum = 0, p2p_max = 0;
@@ -475,7 +531,7 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   /* ranks of a uniform plan differ only in layer counts and the embedding/head: a few
    * distinct parameter counts, so the DP collectives are computed once per distinct one */
   struct dp_memo {
-    const cm__cfg *cfg;
+    const cm_stage_coef *co;
     double params, expert, red, gat;
   } memo[8];
   int nmemo = 0;
@@ -484,7 +540,7 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     double red = 0, gat = 0;
     int k;
     for (k = 0; k < nmemo; k++)
-      if (memo[k].cfg == r->cfg && memo[k].params == r->params &&
+      if (memo[k].co == r->co && memo[k].params == r->params &&
           memo[k].expert == r->expert_params)
         break;
     if (k < nmemo) {
@@ -492,13 +548,13 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     } else {
       dp_times(cm, r, zero >= 3 ? 1 : zero, &red, &gat);
       if (nmemo < 8)
-        memo[nmemo++] = (struct dp_memo){r->cfg, r->params, r->expert_params, red, gat};
+        memo[nmemo++] = (struct dp_memo){r->co, r->params, r->expert_params, red, gat};
     }
     if (zero >= 3) red = gat = 0; /* already paid per microbatch */
     double hide = slack + (cm->p.overlap_grad_reduce ? r->bwd : 0);
     double dp_exp = fmax(0, red - hide) + (cm->p.overlap_param_gather ? 0 : gat);
     /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
-    double D = (double)r->cfg->dp * r->cfg->cp, E = D / r->cfg->ep;
+    double D = (double)r->co->cfg.dp * r->co->cfg.cp, E = D / r->co->cfg.ep;
     double shard = zero >= 1 ? r->params / D + r->expert_params / E : r->params + r->expert_params;
     double opt = cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * shard);
     if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
@@ -539,6 +595,6 @@ done:
   if (rk != stack) free(rk);
   if (counts != counts_stack) free(counts);
   if (p2p != p2p_stack) free(p2p);
-  free(cfgs);
+  free(coefs);
   return rc;
 }

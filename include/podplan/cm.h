@@ -170,6 +170,8 @@ int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params 
                     cm_model **out, pp_err *err);
 void cm_model_destroy(cm_model *cm);
 const cm_params *cm_model_params(const cm_model *cm);
+const spec_model *cm_model_spec(const cm_model *cm);
+const spec_cluster *cm_model_cluster(const cm_model *cm);
 
 /* Scores a resolved, valid plan (uniform or non-uniform). An infeasible plan is a result,
  * not an error: feasible = 0 and mem_excess_gib say by how much. */
@@ -179,6 +181,48 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err);
  * they are computed, for the cost model's own time (cm_eval) and for a time another model
  * measured (the simulator's). MFU and HFU are taken against the dense bf16 peak. */
 void cm_throughput(const cm_model *cm, const spec_plan *p, double iter_time_s, cm_result *out);
+
+/* ---- one stage priced alone --------------------------------------------------------------
+ * What cm_eval charges one stage of a non-uniform plan, split so that a search can price a
+ * stage of any layer count from one set of coefficients: a stage's time per microbatch and
+ * its memory are linear in its layer count plus the embedding (first stage) and the LM head
+ * (last stage). cm_eval prices non-uniform stages through these very functions, so a search
+ * that adds them up sees exactly what cm_eval will charge for the stages (the pipeline
+ * bubble, stage-to-stage transfers and the data-parallel tail are added by cm_eval). */
+typedef struct cm_stage_cfg {
+  int tp, cp, dp, ep;
+  int mbs;                /* sequences per microbatch on one data-parallel rank */
+  int sp;                 /* sequence parallelism (ignored at tp = 1) */
+  spec_recompute recompute;
+} cm_stage_cfg;
+
+typedef struct cm_stage_coef {
+  cm_stage_cfg cfg;
+  /* per layer, per microbatch, per rank */
+  double comp_s, tp_s, cp_s, ep_s; /* forward + backward (+ recompute) */
+  double bwd_s;                    /* backward part of the above */
+  double params, expert_params;    /* parameters per GPU */
+  double act_bytes;                /* activations kept for the backward */
+  double work_bytes;               /* transient working set (not multiplied by layers) */
+  double zero3_gather_bytes;       /* ZeRO-3: one layer's parameters gathered at a time */
+  /* the first stage's embedding and the last stage's final norm, LM head and loss */
+  double embed_comp_s, embed_bwd_s, embed_params, embed_mem_bytes;
+  double head_comp_s, head_bwd_s, head_params, head_mem_bytes;
+  cm_place dp_pl, edp_pl;          /* where its DP and expert-DP groups sit (ZeRO-3 gathers) */
+} cm_stage_coef;
+
+/* Coefficients of a stage with configuration g on the n GPUs `gpus` (rank order: tp fastest,
+ * then cp, then dp). PP_PLAN when n != tp*cp*dp or a degree is below 1. */
+int cm_stage_coef_get(cm_model *cm, const cm_stage_cfg *g, const int *gpus, int n,
+                      cm_stage_coef *out, pp_err *err);
+/* Time per microbatch of a stage of `layers` layers (first: it holds the embedding; last: the
+ * LM head) under ZeRO stage `zero`: compute and exposed TP/CP/EP communication (and, under
+ * ZeRO-3, the per-microbatch gathers the compute does not hide). */
+double cm_stage_time(cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
+                     int zero);
+/* Peak memory per GPU of that stage with `inflight` microbatches of activations alive. */
+void cm_stage_memory(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
+                     int zero, double inflight, cm_memory *out);
 
 /* Placement of a group of n ranks whose GPU ids step by `stride` (uniform plans: TP stride 1,
  * CP stride tp, DP stride tp, n = dp*cp, PP neighbours stride tp*cp*dp). The groups of the same
