@@ -224,6 +224,13 @@ double cm_stage_time(cm_model *cm, const cm_stage_coef *s, int layers, int first
 void cm_stage_memory(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
                      int zero, double inflight, cm_memory *out);
 
+/* What cm_eval's data-parallel tail charges for that stage after its last backward: the
+ * gradient reduction not hidden by its own backward and `slack_s` more (the backward of the
+ * stages before it, which finish later), the gather of the distributed optimizer when not
+ * overlapped, and the optimizer step. The iteration's tail is the largest over stages. */
+double cm_stage_tail(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
+                     int zero, double slack_s);
+
 /* One stage-to-stage transfer of a non-uniform plan (per microbatch, each way): the sending
  * stage's n_a GPUs a (tensor-parallel degree tp_a) to the next stage's GPUs b, `samples`
  * sequences per microbatch, as cm_eval charges it (cm_eval adds pp_p2p_per_mb of the slowest
