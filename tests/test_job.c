@@ -1,7 +1,7 @@
 /* The job helpers (be_job_*): a process no launcher started is rank 0 of 1 and MPI stays off
  * unless asked; gathering bytes and execution results on rank 0 works alone and, run under
  * mpirun with 3 ranks, across ranks (each rank sends a different length; rank 0 gets them
- * concatenated in rank order with their lengths). argv: [mpiexec] to run the 3-rank part too;
+ * concatenated in rank order with their lengths), and with MPI started for a job of one. argv: [mpiexec] to run the 3-rank part too;
  * "--ranks" is the part mpirun starts. */
 #include <stdlib.h>
 #include <string.h>
@@ -112,5 +112,11 @@ int main(int argc, char **argv) {
     CHECK_EQ(r.status, 0);
     tu_run_free(&r);
   }
+  /* asked to: MPI starts without a launcher (a job of one; the stand-in in builds without MPI) */
+  CHECK_EQ(be_job_init(1, &err), PP_OK);
+  CHECK_EQ(be_job_size(), 1);
+  job_checks();
+  be_job_finalize();
+  CHECK_EQ(be_job_init(1, &err), PP_INTERNAL); /* MPI does not start twice */
   return check_status();
 }
