@@ -1,7 +1,9 @@
 /* podplan bench: microbenchmarks through the backend's devices, stored as measurements.
  *   gemm  a sweep of GEMM shapes on one rank (squares, or the shapes a plan runs);
  *   coll  a sweep of collective sizes over every rank of the job (under mpirun), printed in
- *         nccl-tests' format so `podplan import nccl-tests` reads it back. */
+ *         nccl-tests' format so `podplan import nccl-tests` reads it back.
+ * The sweeps are the backend's (be_bench_*) and the job its be_job_*; this file parses the
+ * options, calls them, prints and stores the rows. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>

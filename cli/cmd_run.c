@@ -205,8 +205,8 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
   return rc;
 }
 
-static int write_trace(const char *path, const be_plan *bp, const be_job_result *g, const char *title,
-                       pp_err *err) {
+static int write_trace(const char *path, const be_plan *bp, const be_job_result *g,
+                       const char *title, pp_err *err) {
   size_t total = 0;
   for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
   tr_slice *s = malloc((total + 1) * sizeof *s);

@@ -1,8 +1,8 @@
 /* The job helpers (be_job_*): a process no launcher started is rank 0 of 1 and MPI stays off
  * unless asked; gathering bytes and execution results on rank 0 works alone and, run under
  * mpirun with 3 ranks, across ranks (each rank sends a different length; rank 0 gets them
- * concatenated in rank order with their lengths), and with MPI started for a job of one. argv: [mpiexec] to run the 3-rank part too;
- * "--ranks" is the part mpirun starts. */
+ * concatenated in rank order with their lengths), and with MPI started for a job of one.
+ * argv: [mpiexec] to run the 3-rank part too; "--ranks" is the part mpirun starts. */
 #include <stdlib.h>
 #include <string.h>
 
