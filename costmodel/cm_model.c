@@ -53,6 +53,8 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->pp_p2p_per_mb = 2;
 }
 
+const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
+const spec_cluster *cm_model_cluster(const cm_model *cm) { return &cm->c; }
 const cm_params *cm_model_params(const cm_model *cm) { return &cm->p; }
 
 int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params *p,

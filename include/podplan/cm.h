@@ -169,6 +169,10 @@ typedef struct cm_model cm_model;
 int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params *p,
                     cm_model **out, pp_err *err);
 void cm_model_destroy(cm_model *cm);
+/* What the model was created from (the model, the cluster, the parameters in force): callers
+ * that take a cm_model read the specs here instead of taking them again. */
+const spec_model *cm_model_spec(const cm_model *cm);
+const spec_cluster *cm_model_cluster(const cm_model *cm);
 const cm_params *cm_model_params(const cm_model *cm);
 const spec_model *cm_model_spec(const cm_model *cm);
 const spec_cluster *cm_model_cluster(const cm_model *cm);
