@@ -426,8 +426,6 @@ double cm_stage_p2p(const cm_model *cm, const int *a, int na, int tp_a, const in
   return cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
 }
 
-const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
-const spec_cluster *cm_model_cluster(const cm_model *cm) { return &cm->c; }
 
 /* What a rank adds after its last backward: the gradient reduction (red) not hidden by the
  * backward it overlaps with (its own and, as `slack`, the later-finishing ranks'), the

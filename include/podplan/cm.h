@@ -174,8 +174,6 @@ void cm_model_destroy(cm_model *cm);
 const spec_model *cm_model_spec(const cm_model *cm);
 const spec_cluster *cm_model_cluster(const cm_model *cm);
 const cm_params *cm_model_params(const cm_model *cm);
-const spec_model *cm_model_spec(const cm_model *cm);
-const spec_cluster *cm_model_cluster(const cm_model *cm);
 
 /* Scores a resolved, valid plan (uniform or non-uniform). An infeasible plan is a result,
  * not an error: feasible = 0 and mem_excess_gib say by how much. */
