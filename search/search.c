@@ -405,9 +405,10 @@ static int check_opts(const search_opts *o, pp_err *err) {
   return PP_OK;
 }
 
-static int prepare(cm_model *cm, const search_opts *o, search__run *run, pp_err *err) {
-  if (check_opts(o, err)) return err->code;
+static int prepare(cm_model *cm, const search_opts *o, double t0, search__run *run, pp_err *err) {
   memset(run, 0, sizeof *run);
+  if (check_opts(o, err)) return err->code;
+  if (o->time_limit_s > 0) run->deadline = t0 + o->time_limit_s;
   run->o = o;
   run->method = methods[o->method];
   run->cm = cm;
@@ -419,7 +420,7 @@ static int prepare(cm_model *cm, const search_opts *o, search__run *run, pp_err 
 
 int search_units(cm_model *cm, const search_opts *o, int *units, pp_err *err) {
   search__run run;
-  int rc = prepare(cm, o, &run, err);
+  int rc = prepare(cm, o, search__now(), &run, err);
   if (!rc) rc = run.method->units(&run, units, err);
   if (run.method && run.method->release) run.method->release(&run);
   return rc;
@@ -470,13 +471,13 @@ int search_run(cm_model *cm, const search_opts *o, search_result *out, pp_err *e
   memset(out, 0, sizeof *out);
   double t0 = search__now();
   search__run run;
-  int units = 0, rc = prepare(cm, o, &run, err);
+  /* the deadline holds from the start: a method's prepare may search too (global) */
+  int units = 0, rc = prepare(cm, o, t0, &run, err);
   if (!rc) rc = run.method->units(&run, &units, err);
   if (rc) {
     if (run.method && run.method->release) run.method->release(&run);
     return rc;
   }
-  if (o->time_limit_s > 0) run.deadline = t0 + o->time_limit_s;
   acc a = {.bound = INFINITY, .complete = 1, .min_excess = INFINITY};
   if (!(rc = search__top_init(&a.top, o->top, err)) && !(rc = take_prior(&run, &a, err)) &&
       !(rc = run_units(&run, units, &a, t0, err)) && o->comm && o->comm->size > 1)

@@ -9,7 +9,8 @@
  * Block sizes: whole nodes, any count (on more than 32 nodes: counts 1..8 and those of the
  * form 2^a 3^b, and the whole cluster); on clusters of at most 8 nodes also blocks inside a
  * node (1, 2, 4, ... GPUs, at any offset that stays in the node). A block of whole nodes may
- * straddle nodes and NVLink domains; the cost model prices the links its groups cross.
+ * straddle nodes and NVLink domains; the cost model prices the links its groups cross. (One
+ * stage on every GPU is a uniform plan and belongs to the uniform part.)
  *
  * The units. Unit 0 is the uniform space, searched exhaustively in prepare (its optimum is
  * also the incumbent every other unit prunes against, so that no unit depends on another's
@@ -336,6 +337,10 @@ typedef struct gdp {
   double *G;          /* [(r * (D + 1) + p) * (K + 1) + k]: least sum, INFINITY: none */
   int32_t *ty;        /* chosen type */
   int16_t *nk;        /* next stage's first layer */
+  int8_t *nc;         /* next stage's class */
+  int C;              /* classes of the last solve: c < C exactly c stages from here on, C: at
+                         least C (memory needs only min(stages left, m)) */
+  double *mrow;       /* a merged row of two classes */
   int16_t *lo, *hi;   /* [r * (D + 1) + p]: the finite k of that row lie in [lo, hi] */
   int *dq;            /* deque: k' */
   double *dv;         /* deque: values */
@@ -356,19 +361,15 @@ static int max_layers(const gtype *g, int q, double tmax, double hbm, int f) {
   return c > 32767 ? 32767 : (int)c;
 }
 
-static void set(gdp *D, size_t at, double t, int tix, int nk) {
-  if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)nk;
-}
 
-/* Middle stage of type g (index tix) from position p: for every k in [klo, khi], the best
- * next first layer k' in [k + 1, min(k + C, hi_lim)] by a sliding-window minimum of
- * G(r - 1, k', pn) + k' l (k descending, so the window slides down). */
-static void window(gdp *D, const gtype *g, int tix, int C, int r, int p, int pn, double bnd) {
-  const double *nx = D->G + IDX(D, r - 1, 0, pn);
-  double *out = D->G + IDX(D, r, 0, p);
-  size_t base = IDX(D, r, 0, p);
-  int lo = D->lo[ROW(D, r - 1, pn)], hi = D->hi[ROW(D, r - 1, pn)];
-  int hi_lim = D->K - (r - 1) < hi ? D->K - (r - 1) : hi;
+/* Middle stage of type g (index tix) from position p in class c: for every k, the best next
+ * first layer k' in [k + 1, min(k + C, hi_lim)] by a sliding-window minimum of nx(k') + k' l
+ * (k descending, so the window slides down). nx is the next row (lo .. hi finite). */
+static void window(gdp *D, const gtype *g, int tix, int C, int c, int p, const double *nx,
+                   int lo, int hi, double bnd, const int8_t *ncls) {
+  double *out = D->G + IDX(D, c, 0, p);
+  size_t base = IDX(D, c, 0, p);
+  int hi_lim = D->K - (c - 1) < hi ? D->K - (c - 1) : hi;
   int khi = hi_lim - 1, klo = lo - C > 1 ? lo - C : 1;
   int *dq = D->dq, head = 0, tail = 0, next_add = hi_lim;
   double *dv = D->dv, l = g->l, x = g->x[0] + bnd;
@@ -383,56 +384,100 @@ static void window(gdp *D, const gtype *g, int tix, int C, int r, int p, int pn,
     while (tail > head && dq[head] > k + C) head++;
     if (tail == head) continue;
     double t = dv[head] - k * l + x;
-    if (t < out[k]) out[k] = t, D->ty[base + (size_t)k] = tix, D->nk[base + (size_t)k] = (int16_t)dq[head];
+    if (t < out[k]) {
+      size_t at = base + (size_t)k;
+      out[k] = t, D->ty[at] = tix, D->nk[at] = (int16_t)dq[head], D->nc[at] = ncls[dq[head]];
+    }
   }
 }
 
-/* Solves F for t_max; G(r, 0, 0) holds the least sum with r stages. */
+/* The row a stage of class c at position pn continues into: class c - 1, and for the top
+ * class also itself (at least C stages may be followed by at least C). Returns the row (a
+ * merged copy when two), its finite range, and per k the class it came from. */
+static const double *next_row(gdp *D, int c, int pn, int *lo, int *hi, int8_t *cls) {
+  int K = D->K, a = c > 1 ? c - 1 : 0, b = c == D->C ? c : 0;
+  if (!b || !a) {
+    int one = a ? a : b;
+    *lo = D->lo[ROW(D, one, pn)], *hi = D->hi[ROW(D, one, pn)];
+    for (int k = 0; k <= K; k++) cls[k] = (int8_t)one;
+    return D->G + IDX(D, one, 0, pn);
+  }
+  const double *ra = D->G + IDX(D, a, 0, pn), *rb = D->G + IDX(D, b, 0, pn);
+  for (int k = 0; k <= K; k++) {
+    int fromb = rb[k] < ra[k];
+    D->mrow[k] = fromb ? rb[k] : ra[k];
+    cls[k] = (int8_t)(fromb ? b : a);
+  }
+  int la = D->lo[ROW(D, a, pn)], lb = D->lo[ROW(D, b, pn)];
+  int ha = D->hi[ROW(D, a, pn)], hb = D->hi[ROW(D, b, pn)];
+  *lo = la < lb ? la : lb, *hi = ha > hb ? ha : hb;
+  return D->mrow;
+}
+
+/* Solves F for t_max with stages' in-flight microbatches taken as min(stages left, mcap):
+ * mcap = m is exact; a smaller mcap under-counts memory, a relaxation whose values are lower
+ * bounds of the exact ones (mcap = 1: one class, a fast screen). G(c, 0, 0) holds the least
+ * sum with c stages (the top class: at least C). */
 static void dp_solve(const gl_state *s, const spec_cluster *c, const gtab *T, gdp *D,
-                     double tmax) {
+                     double tmax, int mcap) {
   int K = D->K, P = D->D;
-  size_t cells = (size_t)(D->R + 1) * (size_t)(P + 1) * (size_t)(K + 1);
+  D->C = D->R < mcap ? D->R : mcap;
+  size_t cells = (size_t)(D->C + 1) * (size_t)(P + 1) * (size_t)(K + 1);
   for (size_t i = 0; i < cells; i++) D->G[i] = INFINITY;
-  for (size_t i = 0; i < (size_t)(D->R + 1) * (size_t)(P + 1); i++)
+  for (size_t i = 0; i < (size_t)(D->C + 1) * (size_t)(P + 1); i++)
     D->lo[i] = (int16_t)(K + 1), D->hi[i] = -1;
-  for (int r = 1; r <= D->R; r++) {
-    int f = r < D->m ? r : D->m;
+  int8_t cls[32768];
+  for (int cl = 1; cl <= D->C; cl++) {
+    int f = cl < mcap ? cl : mcap;
+    int last_ok = cl == 1, more_ok = cl > 1 || D->C == 1;
     for (int p = P - 1; p >= 0; p--) {
-      size_t row = ROW(D, r, p);
-      if (P - p < r) continue; /* every stage takes at least one position */
+      size_t row = ROW(D, cl, p);
+      if (P - p < cl) continue; /* every stage takes at least one position */
       int d = gpu_at(s, c, p);
       for (int z = 0; z < s->nsizes; z++) {
         int S = s->sizes[z];
         size_t slot = (size_t)z * s->period + (size_t)(d % s->period);
         if (!fits_at(s, c, S, d) || T->first[slot] < 0) continue;
         int pn = s->sub_node ? d + S : (d + S) / c->gpus_per_node;
-        if (r > 1 && D->hi[ROW(D, r - 1, pn)] < 0) continue; /* nothing can follow */
+        int lo = K + 1, hi = -1;
+        const double *nx = NULL;
+        if (D->C == 1) { /* one class: it continues into itself */
+          nx = D->G + IDX(D, 1, 0, pn);
+          lo = D->lo[ROW(D, 1, pn)], hi = D->hi[ROW(D, 1, pn)];
+          for (int k = 0; k <= K; k++) cls[k] = 1;
+        } else if (more_ok) {
+          nx = next_row(D, cl, pn, &lo, &hi, cls);
+        }
         for (int ti = 0; ti < T->count[slot]; ti++) {
           int tix = T->first[slot] + ti;
           const gtype *g = &T->t[tix];
-          if (r == 1) { /* the last stage: layers k .. K (k = 0 only at position 0) */
+          /* the last stage: layers k .. K (k = 0 only at position 0; one stage on every GPU
+           * is a plan of the uniform space, searched there) */
+          if (last_ok && !(p == 0 && S == c->gpus))
             for (int k = (p == 0 ? 0 : 1); k < (p == 0 ? 1 : K); k++) {
               int q = (k == 0) + 2;
               if (max_layers(g, q, tmax, D->hbm, f) < K - k) continue;
               double t = (K - k) * g->l + g->x[q];
               if (k == 0) t += fmax(g->tail0[K], D->tail_lb); /* the whole plan: its tail */
-              set(D, IDX(D, 1, k, p), t, tix, K);
+              size_t at = IDX(D, cl, k, p);
+              if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)K, D->nc[at] = 0;
             }
-          } else if (p == 0) { /* the first stage (k = 0, only at position 0) */
+          if (!more_ok || hi < 0) continue;
+          if (p == 0) { /* the first stage (k = 0, only at position 0) */
             int C = max_layers(g, 1, tmax, D->hbm, f);
-            const double *nx = D->G + IDX(D, r - 1, 0, pn);
-            for (int cc = 1; cc <= C && cc <= K - (r - 1); cc++)
-              if (nx[cc] < INFINITY)
-                set(D, IDX(D, r, 0, 0),
-                    cc * g->l + g->x[1] + T->bnd[slot] + fmax(g->tail0[cc], D->tail_lb) + nx[cc],
-                    tix, cc);
+            for (int cc = 1; cc <= C && cc <= K - 1 && cc <= hi; cc++) {
+              if (nx[cc] == INFINITY) continue;
+              double t = cc * g->l + g->x[1] + T->bnd[slot] + fmax(g->tail0[cc], D->tail_lb) + nx[cc];
+              size_t at = IDX(D, cl, 0, 0);
+              if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)cc, D->nc[at] = cls[cc];
+            }
           } else {
             int C = max_layers(g, 0, tmax, D->hbm, f);
-            if (C >= 1) window(D, g, tix, C, r, p, pn, T->bnd[slot]);
+            if (C >= 1) window(D, g, tix, C, cl, p, nx, lo, hi, T->bnd[slot], cls);
           }
         }
       }
-      const double *gr = D->G + IDX(D, r, 0, p);
+      const double *gr = D->G + IDX(D, cl, 0, p);
       for (int k = 0; k <= K; k++)
         if (gr[k] < INFINITY) {
           if (k < D->lo[row]) D->lo[row] = (int16_t)k;
@@ -464,11 +509,11 @@ typedef struct gunit {
 static double rebuild(gunit *g, int r, int *n) {
   const spec_cluster *c = &g->u->run->c;
   gdp *D = &g->D;
-  int k = 0, p = 0;
+  int k = 0, p = 0, cl = r;
   double tmax = 0;
   *n = 0;
-  for (int left = r; left >= 1; left--) {
-    size_t at = IDX(D, left, k, p);
+  while (cl >= 1 && k < D->K && *n <= D->R) {
+    size_t at = IDX(D, cl, k, p);
     const gtype *t = &g->T.t[D->ty[at]];
     int nk = D->nk[at], layers = nk - k, d = gpu_at(g->s, c, p);
     int q = (k == 0) + 2 * (nk == D->K);
@@ -476,6 +521,7 @@ static double rebuild(gunit *g, int r, int *n) {
     if (ti > tmax) tmax = ti;
     g->st[(*n)++] = (search_stage){layers, d, t->size, t->cfg.tp, t->cfg.cp, t->cfg.dp,
                                    t->cfg.ep, t->cfg.recompute};
+    cl = D->nc[at];
     k = nk;
     p = g->s->sub_node ? d + t->size : (d + t->size) / c->gpus_per_node;
   }
@@ -491,7 +537,7 @@ static int score_solve(gunit *g, double *best_obj, double *best_tmax, double *Gm
   *best_obj = *Gmin = INFINITY;
   *best_tmax = 0;
   double per_mb = cm_model_params(g->u->cm)->pp_p2p_per_mb;
-  for (int r = 1; r <= D->R; r++) {
+  for (int r = 1; r <= D->C; r++) {
     double G = D->G[IDX(D, r, 0, 0)];
     if (G == INFINITY) continue;
     if (r > 1) G += per_mb * (g->m - 1) * g->p2p_lb; /* transfers: see p2p_bound */
@@ -535,19 +581,21 @@ static int dp_alloc(gunit *g, pp_err *err) {
   D->G = malloc(cells * sizeof *D->G);
   D->ty = malloc(cells * sizeof *D->ty);
   D->nk = malloc(cells * sizeof *D->nk);
+  D->nc = malloc(cells * sizeof *D->nc);
+  D->mrow = malloc((size_t)(D->K + 1) * sizeof *D->mrow);
   D->dq = malloc((size_t)(D->K + 2) * sizeof *D->dq);
   D->dv = malloc((size_t)(D->K + 2) * sizeof *D->dv);
   size_t rows = (size_t)(D->R + 1) * (size_t)(D->D + 1);
   D->lo = malloc(rows * sizeof *D->lo);
   D->hi = malloc(rows * sizeof *D->hi);
   g->st = malloc((size_t)(D->R + 1) * sizeof *g->st);
-  if (!D->G || !D->ty || !D->nk || !D->dq || !D->dv || !D->lo || !D->hi || !g->st)
+  if (!D->G || !D->ty || !D->nk || !D->nc || !D->mrow || !D->dq || !D->dv || !D->lo || !D->hi || !g->st)
     return pp_err_set(err, PP_NOMEM, "search: out of memory (global DP of %zu cells)", cells);
   return PP_OK;
 }
 
 static void dp_free(gunit *g) {
-  free(g->D.G), free(g->D.ty), free(g->D.nk), free(g->D.dq), free(g->D.dv), free(g->D.lo);
+  free(g->D.G), free(g->D.ty), free(g->D.nk), free(g->D.nc), free(g->D.mrow), free(g->D.dq), free(g->D.dv), free(g->D.lo);
   free(g->D.hi), free(g->st);
   free_types(&g->T);
 }
@@ -626,7 +674,7 @@ static int bnb(gunit *g, pp_err *err) {
   }
   if (dp_alloc(g, err)) return err->code;
   g->D.tail_lb = g->tail_lb;
-  dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY);
+  dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY, g->m);
   if (score_solve(g, &obj, &tm, &Gm, err)) return err->code;
   if (obj == INFINITY) { /* nothing fits */
     u->bound_s = INFINITY;
@@ -648,7 +696,8 @@ static int bnb(gunit *g, pp_err *err) {
     double target = best_real < g->s->incumbent ? best_real : g->s->incumbent;
     double lb_now = blb < resolved ? blb : resolved; /* the tail is inside G */
     u->bound_s = lb_now;
-    if (bi < 0 || lb_now * stop_gap >= target) break;
+    /* resolved parts are final: stop when the open intervals cannot lower the bound enough */
+    if (bi < 0 || blb * stop_gap >= target) break;
     if (search__expired(run)) {
       u->complete = 0;
       break;
@@ -663,7 +712,28 @@ static int bnb(gunit *g, pp_err *err) {
      * finds no plan within it closes the interval), else in the middle */
     double crit = (target / stop_gap - I.Gb) / (g->m - 1 > 0 ? g->m - 1 : 1);
     double mid = crit > I.a && crit < I.b ? crit : 0.5 * (I.a + I.b);
-    dp_solve(g->s, &run->c, &g->T, &g->D, mid);
+    /* screen with the one-class relaxation first: when even it finds nothing within mid, or
+     * its bound already reaches the stopping point, the exact solve is not needed */
+    dp_solve(g->s, &run->c, &g->T, &g->D, mid, 1);
+    double Gr = g->D.G[IDX(&g->D, 1, 0, 0)];
+#ifdef GL_TRACE
+    fprintf(stderr, "  [%.9g %.9g] Gb %.9g mid %.9g Gr %.9g target %.9g n %d\n", I.a, I.b, I.Gb,
+            mid, Gr, target, n);
+#endif
+    if (n + 2 > cap) {
+      ival *t = realloc(iv, (size_t)(cap *= 2) * sizeof *iv);
+      if (!t) {
+        free(iv);
+        return pp_err_set(err, PP_NOMEM, "search: out of memory");
+      }
+      iv = t;
+    }
+    if (Gr == INFINITY || (Gr + (g->m - 1) * I.a) * stop_gap >= target) {
+      iv[n++] = (ival){mid, I.b, I.Gb};
+      if (Gr < INFINITY) iv[n++] = (ival){I.a, mid, Gr};
+      continue;
+    }
+    dp_solve(g->s, &run->c, &g->T, &g->D, mid, g->m);
     if (score_solve(g, &obj, &tm, &Gm, err)) {
       free(iv);
       return err->code;

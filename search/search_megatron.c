@@ -16,19 +16,35 @@
 
 #include "search_int.h"
 
+static int allowed(unsigned bits, int v) { return (bits >> v) & 1; }
+static int within(int v, int max) { return max == 0 || v <= max; }
+
 static int mg_units(search__run *run, int *n, pp_err *err) {
   (void)run, (void)err;
   *n = 1;
   return PP_OK;
 }
 
+/* The heuristic's space: the hand-tuned variants (mbs 1, 2, 4, 8 x vpp) of every
+ * model-parallel shape it may try, with each recomputation it may fall back to. */
 static double mg_space(search__run *run) {
-  (void)run;
-  return 0; /* set by the unit: the plans it tried */
+  const search_space *s = &run->o->space;
+  const spec_model *m = &run->m;
+  int N = run->c.gpus, g = run->c.gpus_per_node;
+  double n = 0;
+  for (int M = 1; M <= N; M++) {
+    if (N % M) continue;
+    int tp = M < g ? M : g;
+    while (tp > 1 && M % tp) tp--;
+    int pp = M / tp;
+    if (pp > m->layers || !within(pp, s->max_pp)) continue;
+    n += 4.0 * (pp > 1 ? m->layers / pp : 1);
+  }
+  int rcs = 0;
+  for (int r = 0; r < 3; r++) rcs += allowed(s->recompute, r);
+  return n * rcs;
 }
 
-static int allowed(unsigned bits, int v) { return (bits >> v) & 1; }
-static int within(int v, int max) { return max == 0 || v <= max; }
 
 /* The distributed optimizer when allowed, else the lowest allowed ZeRO stage that pp allows. */
 static int pick_zero(const search_space *s, int pp) {
