@@ -558,6 +558,7 @@ done:
 typedef struct brute {
   const search__ilp_graph *g;
   int choice[SEARCH__ILP_MAX_OPS];
+  double rest[SEARCH__ILP_MAX_OPS + 1]; /* least strategy costs of operators v.. together */
   double best, max_visits, visits;
   int best_choice[SEARCH__ILP_MAX_OPS];
   long long leaves;
@@ -597,7 +598,7 @@ static void dfs(brute *b, int v, double partial, double mem) {
     if (g->mem_budget > 0 && m > g->mem_budget) continue;
     b->choice[v] = i;
     double p = partial + added(b, v, i);
-    if (p >= b->best) continue; /* costs are >= 0: the rest only adds */
+    if (p + b->rest[v + 1] >= b->best) continue; /* the rest adds at least its least costs */
     dfs(b, v + 1, p, m);
   }
 }
@@ -613,6 +614,11 @@ int search__ilp_brute(const search__ilp_graph *g, double max_assignments, search
   if (!b) return pp_err_set(err, PP_NOMEM, "ilp: out of memory");
   b->g = g;
   b->best = INFINITY;
+  for (int v = g->nops - 1; v >= 0; v--) {
+    double lo = INFINITY;
+    for (int i = 0; i < g->op[v].nstrat; i++) lo = fmin(lo, g->op[v].s[i].cost);
+    b->rest[v] = b->rest[v + 1] + lo;
+  }
   b->max_visits = max_assignments;
   dfs(b, 0, 0, 0);
   int rc = PP_OK;

@@ -130,9 +130,11 @@ typedef struct search__ilp_sol {
 double search__ilp_objective(const search__ilp_graph *g, const int *choice);
 /* Solves the ILP with CBC (quiet, one thread). PP_INTERNAL when CBC finds no optimum. */
 int search__ilp_solve(const search__ilp_graph *g, search__ilp_sol *out, pp_err *err);
-/* The same objective by enumerating every assignment (depth-first, cutting a branch once its
- * partial cost, which only grows, reaches the best complete one): for tests on small graphs.
- * PP_INPUT when the product of strategy counts exceeds max_assignments. */
+/* The same objective by enumerating every assignment, depth-first in operator order, cutting a
+ * branch once its partial cost plus the least strategy costs of the operators still open
+ * reaches the best complete assignment (all costs are >= 0, so no better one lies below it):
+ * for tests on small graphs. PP_INPUT when more than max_assignments partial assignments
+ * would be visited, or a cost is negative. */
 int search__ilp_brute(const search__ilp_graph *g, double max_assignments, search__ilp_sol *out,
                       pp_err *err);
 
