@@ -428,6 +428,15 @@ done:
 
 int search__ilp_solve(const search__ilp_graph *g, search__ilp_sol *out, pp_err *err) {
   memset(out, 0, sizeof *out);
+  int trivial = 1;
+  for (int v = 0; v < g->nops; v++) trivial &= g->op[v].nstrat == 1;
+  if (trivial) { /* one strategy each: nothing to choose (a 1x1 mesh, or axis 0 forced) */
+    out->objective = search__ilp_objective(g, out->choice);
+    if (!isfinite(out->objective))
+      return pp_err_set(err, PP_INTERNAL, "ilp: the only assignment violates the memory row");
+    out->optimal = 1;
+    return PP_OK;
+  }
   /* columns: s_vi (binary), then e_uv,ij (continuous in [0, 1]: with s integral, the row and
    * column constraints and sum e = 1 leave exactly e_ij = s_ui s_vj, so they need not be
    * integer, which is what Alpa's binary e variables also come to); edges whose costs are

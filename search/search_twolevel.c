@@ -323,13 +323,8 @@ static int logical_meshes(const tl_shape *sh, int samples, int out[][3]) {
 
 /* Counting the space: paths of the DP (slicings x shapes) times the configurations of each
  * stage, before memory. */
-static double count_space(const tl_state *st, int samples) {
+static double count_paths(const tl_state *st, const double *opts) {
   int L = st->L, D = st->island * st->islands, M = st->nshapes, S = st->S;
-  double opts[MAX_SHAPES];
-  for (int m = 0; m < M; m++) {
-    int lm[MAX_LMESH][3];
-    opts[m] = (double)logical_meshes(&st->shape[m], samples, lm) * st->nrc;
-  }
   long n = (long)(S + 1) * (L + 1) * (D + 1);
   double *w = calloc((size_t)n, sizeof *w);
   if (!w) return 0;
@@ -352,6 +347,34 @@ static double count_space(const tl_state *st, int samples) {
   for (int s = 1; s <= S; s++) tot += W(s, 0, D);
 #undef W
   free(w);
+  return tot;
+}
+
+/* The whole space: every pass's paths (passes whose shapes offer as many configurations
+ * share one count). */
+static double count_space(const tl_state *st, int gbs) {
+  int M = st->nshapes;
+  double *seen = malloc(sizeof *seen * (size_t)st->nB * (M + 1));
+  if (!seen) return 0;
+  int nseen = 0;
+  double tot = 0;
+  for (int b = 0; b < st->nB; b++) {
+    double opts[MAX_SHAPES];
+    for (int m = 0; m < M; m++) {
+      int lm[MAX_LMESH][3];
+      opts[m] = (double)logical_meshes(&st->shape[m], gbs / st->Bs[b], lm) * st->nrc;
+    }
+    int j;
+    for (j = 0; j < nseen; j++)
+      if (!memcmp(&seen[j * (M + 1)], opts, sizeof *opts * (size_t)M)) break;
+    if (j == nseen) {
+      memcpy(&seen[j * (M + 1)], opts, sizeof *opts * (size_t)M);
+      seen[j * (M + 1) + M] = count_paths(st, opts);
+      nseen++;
+    }
+    tot += seen[j * (M + 1) + M];
+  }
+  free(seen);
   return tot * st->nsp;
 }
 
@@ -411,9 +434,11 @@ static int tl_prepare(search__run *run, pp_err *err) {
   for (int n = 2; n <= nmax && st->nshapes < MAX_SHAPES; n *= 2)
     st->shape[st->nshapes++] = (tl_shape){n, isl, n * isl};
   /* microbatch counts: the divisors of the global batch */
-  st->Bs = malloc(sizeof *st->Bs * 64);
+  int ndiv = 0;
+  for (int b = 1; b <= sp->gbs; b++) ndiv += sp->gbs % b == 0;
+  st->Bs = malloc(sizeof *st->Bs * (size_t)ndiv);
   if (!st->Bs) return pp_err_set(err, PP_NOMEM, "two-level: out of memory");
-  for (int b = 1; b <= sp->gbs && st->nB < 64; b++)
+  for (int b = 1; b <= sp->gbs; b++)
     if (sp->gbs % b == 0) st->Bs[st->nB++] = b;
   /* sequence parallelism, recompute, ZeRO */
   unsigned spbits = sp->sp ? sp->sp : 1;
@@ -435,7 +460,7 @@ static int tl_prepare(search__run *run, pp_err *err) {
   if (sp->max_pp > 0 && sp->max_pp < st->S) st->S = sp->max_pp;
   st->tol = o->alpa_defaults ? 1.0 : INFINITY;
   if (!st->why[0])
-    for (int b = 0; b < st->nB; b++) st->space += count_space(st, sp->gbs / st->Bs[b]);
+    st->space = count_space(st, sp->gbs);
   return PP_OK;
 }
 
