@@ -34,6 +34,7 @@
  *    the DP does not see); every pass offers its plan, the best one wins.
  * The unit's note tells the best plan's stages, sub-meshes, logical meshes and microbatches. */
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -650,6 +651,7 @@ static int tl_unit(search__unit *u, pp_err *err) {
   u->complete = 1;
   if (st->why[0]) {
     snprintf(u->why, sizeof u->why, "%s", st->why);
+    u->min_excess_gib = DBL_MAX;
     return PP_OK;
   }
   int L = st->L, M = st->nshapes, S = st->S, D = st->island * st->islands;
@@ -735,15 +737,19 @@ static int tl_unit(search__unit *u, pp_err *err) {
       }
     }
 out:
-  if (isfinite(best->iter_s))
+  if (isfinite(best->iter_s)) {
     make_note(st, best, &cnt, u->note, sizeof u->note);
-  else if (!any_path)
-    snprintf(u->why, sizeof u->why,
-             "two-level: no slicing into stages fits in memory for any of the %d microbatch "
-             "counts (%lld ILPs, %lld DP passes)",
-             st->nB, cnt.ilps, cnt.dp_runs);
-  else if (plan_why[0] && !u->why[0])
-    snprintf(u->why, sizeof u->why, "%s", plan_why);
+  } else if (!any_path || (plan_why[0] && !u->why[0])) {
+    /* nothing was scored: say why (a finite excess makes the run report this why) */
+    u->min_excess_gib = DBL_MAX;
+    if (!any_path)
+      snprintf(u->why, sizeof u->why,
+               "two-level: no slicing into stages fits in memory for any of the %d microbatch "
+               "counts (%lld ILPs, %lld DP passes)",
+               st->nB, cnt.ilps, cnt.dp_runs);
+    else
+      snprintf(u->why, sizeof u->why, "%s", plan_why);
+  }
 done:
   free(opts);
   free(nopt);

@@ -5,7 +5,8 @@
  *    at most 5 or 3 stages; 1, 2, 7 or 64 microbatches; two configurations per entry with their
  *    own memory limits), same objective to 1e-12;
  *  - Alpa's placement of sub-meshes (largest first, whole islands, then packed in islands);
- *  - the plans Alpa published for its GPT benchmarks on 8-GPU V100 nodes with 25 Gbit/s
+ *  - GPT-3 175B on 8 V100s fits no slicing: search_run returns no plan and says why;
+ *  - through search_run, the plans Alpa published for its GPT benchmarks on 8-GPU V100 nodes with 25 Gbit/s
  *    between them (notes/alpa.md), with --alpa-defaults (gbs 1024, 1F1B, full recompute, its
  *    alpha-beta ILP weights, 16 layer clusters, microbatch counts grid-searched) on the
  *    cost model's defaults: GPT-39B on 64 GPUs of p3.16xlarge: 16 stages of (1, 4), logical
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "search_int.h"
+#include "podplan/search.h"
 #include "search_twolevel.h"
 
 /* ---- DP against brute force --------------------------------------------------------------- */
@@ -115,7 +116,8 @@ typedef struct tl_result {
   char note[512];
 } tl_result;
 
-/* Runs two-level with --alpa-defaults (gbs 1024, full recompute) on model / cluster. */
+/* Runs two-level through search_run with --alpa-defaults on the default space of global batch
+ * 1024 (full recompute, sp off follow from --alpa-defaults). */
 static void run_alpa(const char *model, const spec_cluster *c, tl_result *out) {
   memset(out, 0, sizeof *out);
   spec_model m;
@@ -124,42 +126,34 @@ static void run_alpa(const char *model, const spec_cluster *c, tl_result *out) {
   cm_model *cm = NULL;
   CHECK_EQ(cm_model_create(&m, c, NULL, &cm, &err), PP_OK);
   search_opts o;
-  memset(&o, 0, sizeof o);
-  o.method = SEARCH_TWO_LEVEL;
+  search_opts_default(SEARCH_TWO_LEVEL, 1024, &o);
   o.top = 3;
-  o.space.gbs = 1024;
-  o.space.recompute = 1u << SPEC_RECOMPUTE_FULL;
-  o.space.zero = 0xf;  /* ZeRO 0-3 allowed, as the default space */
-  o.space.sp = 3;
-  o.space.schedules = 7;
+  o.threads = 1;
   o.alpa_defaults = 1;
-  search__run run;
-  memset(&run, 0, sizeof run);
-  run.o = &o, run.method = &search__two_level, run.cm = cm, run.m = m, run.c = *c;
-  run.p = *cm_model_params(cm);
-  CHECK_EQ(search__two_level.prepare(&run, &err), PP_OK);
-  CHECK(search__two_level.space_size(&run) > 0);
-  search__unit u;
-  memset(&u, 0, sizeof u);
-  u.run = &run, u.cm = cm;
-  CHECK_EQ(search__top_init(&u.top, 3, &err), PP_OK);
-  int rc = search__two_level.unit(&u, &err);
+  search_result res;
+  int rc = search_run(cm, &o, &res, &err);
   if (rc) fprintf(stderr, "%s: %s\n", model, err.msg);
   CHECK_EQ(rc, PP_OK);
-  fprintf(stderr, "%s on %d GPUs of %s: %s\n", model, c->gpus, c->name,
-          u.top.n ? u.note : u.why);
-  if (u.top.n) {
-    const spec_plan *p = &u.top.e[0].plan;
+  if (!rc) {
+    CHECK(res.space_size > 0);
+    CHECK(res.evaluations > 0);
+    CHECK_EQ(res.units, 1);
+    CHECK(res.complete);
+    fprintf(stderr, "%s on %d GPUs of %s: %s (%.2f s)\n", model, c->gpus, c->name,
+            res.ntop ? res.note : res.why, res.wall_s);
+  }
+  if (!rc && res.ntop) {
+    const spec_plan *p = &res.top[0].plan;
     out->n = p->nstages;
     for (int j = 0; j < p->nstages && j < 64; j++)
       out->gpus[j] = p->stages[j].ngpus, out->tp[j] = p->stages[j].tp,
       out->dp[j] = p->stages[j].dp;
     out->microbatches = p->microbatches;
-    out->iter_s = u.top.e[0].cm.iter_time_s;
-    snprintf(out->note, sizeof out->note, "%s", u.note);
+    out->iter_s = res.top[0].cm.iter_time_s;
+    CHECK_CONTAINS(res.note, "stage costs from the cost model, not profiled");
+    snprintf(out->note, sizeof out->note, "%s", res.note);
   }
-  search__top_free(&u.top);
-  search__two_level.release(&run);
+  if (!rc) search_result_clear(&res);
   cm_model_destroy(cm);
 }
 
@@ -228,8 +222,29 @@ static void alpa_gpt15b(void) {
           r.iter_s, pub.iter_time_s);
 }
 
+/* A model that fits no slicing: no plan, and the run says why. */
+static void nothing_fits(void) {
+  spec_model m;
+  spec_cluster c;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-175b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("p3.16xlarge", 8, &c, &err), PP_OK);
+  cm_model *cm = NULL;
+  CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
+  search_opts o;
+  search_opts_default(SEARCH_TWO_LEVEL, 64, &o);
+  o.threads = 1;
+  search_result res;
+  CHECK_EQ(search_run(cm, &o, &res, &err), PP_OK);
+  CHECK_EQ(res.ntop, 0);
+  CHECK_CONTAINS(res.why, "two-level: no slicing into stages fits in memory");
+  search_result_clear(&res);
+  cm_model_destroy(cm);
+}
+
 int main(void) {
   dp_vs_brute();
+  nothing_fits();
   placement();
   alpa_gpt39b();
   alpa_gpt15b();
