@@ -34,7 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if PODPLAN_HAVE_CBC
 #include <coin/Cbc_C_Interface.h>
+#endif
 
 #include "search_ilp.h"
 
@@ -426,6 +428,16 @@ done:
 
 /* ---- CBC --------------------------------------------------------------------------------- */
 
+int search__ilp_have_cbc(void) { return PODPLAN_HAVE_CBC; }
+
+#if !PODPLAN_HAVE_CBC
+int search__ilp_solve(const search__ilp_graph *g, search__ilp_sol *out, pp_err *err) {
+  (void)g;
+  memset(out, 0, sizeof *out);
+  return pp_err_set(err, PP_NOTIMPL,
+                    "two-level: built without CBC (coinor-libcbc-dev; cmake -DPODPLAN_CBC=ON)");
+}
+#else
 int search__ilp_solve(const search__ilp_graph *g, search__ilp_sol *out, pp_err *err) {
   memset(out, 0, sizeof *out);
   int trivial = 1;
@@ -561,6 +573,7 @@ done:
   free(rub);
   return rc;
 }
+#endif
 
 /* ---- brute force ------------------------------------------------------------------------- */
 

@@ -128,6 +128,8 @@ typedef struct search__ilp_sol {
 /* The objective of a choice (sum of strategy costs and of the chosen resharding costs); INFINITY
  * when the memory row is violated. */
 double search__ilp_objective(const search__ilp_graph *g, const int *choice);
+/* 1 when built with CBC (PODPLAN_CBC); without it search__ilp_solve returns PP_NOTIMPL. */
+int search__ilp_have_cbc(void);
 /* Solves the ILP with CBC (quiet, one thread). PP_INTERNAL when CBC finds no optimum. */
 int search__ilp_solve(const search__ilp_graph *g, search__ilp_sol *out, pp_err *err);
 /* The same objective by enumerating every assignment, depth-first in operator order, cutting a

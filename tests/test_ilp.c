@@ -151,6 +151,10 @@ static void mapping(void) {
 }
 
 int main(void) {
+  if (!search__ilp_have_cbc()) {
+    fprintf(stderr, "built without CBC: skipped\n");
+    return 77;
+  }
   tiny();
   layers();
   mapping();

@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "podplan/search.h"
+#include "search_ilp.h"
 #include "search_twolevel.h"
 
 /* ---- DP against brute force --------------------------------------------------------------- */
@@ -243,6 +244,10 @@ static void nothing_fits(void) {
 }
 
 int main(void) {
+  if (!search__ilp_have_cbc()) {
+    fprintf(stderr, "built without CBC: skipped\n");
+    return 77;
+  }
   dp_vs_brute();
   nothing_fits();
   placement();
