@@ -7,7 +7,8 @@
  * A method that fails prints its error and the benchmark goes on.
  *
  * usage: bench_search [--model M] [--cluster C] [--gpus N] [--gbs B] [--threads T]
- *                     [--gap G] [--time-limit S] [--methods a,b,...] */
+ *                     [--gap G] [--time-limit S] [--methods a,b,...]
+ *                     [--island-domain 0|1] [--alpa-defaults 0|1]   (two-level's options) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
   const char *model = "gpt3-175b", *cluster = "dgx-h100", *methods = "exhaustive,megatron,two-level,global";
   int gpus = 1024, gbs = 1536, threads = 0;
   double gap = 0.01, limit = 0;
+  int island_domain = 0, alpa_defaults = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *o = argv[i], *v = argv[i + 1];
     if (!strcmp(o, "--model")) model = v;
@@ -41,9 +43,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--gap")) gap = atof(v);
     else if (!strcmp(o, "--time-limit")) limit = atof(v);
     else if (!strcmp(o, "--methods")) methods = v;
+    else if (!strcmp(o, "--island-domain")) island_domain = atoi(v);
+    else if (!strcmp(o, "--alpa-defaults")) alpa_defaults = atoi(v);
     else {
       fprintf(stderr, "usage: bench_search [--model M] [--cluster C] [--gpus N] [--gbs B] "
-                      "[--threads T] [--gap G] [--time-limit S] [--methods a,b,...]\n");
+                      "[--threads T] [--gap G] [--time-limit S] [--methods a,b,...] "
+                      "[--island-domain 0|1] [--alpa-defaults 0|1]\n");
       return 2;
     }
   }
@@ -68,6 +73,7 @@ int main(int argc, char **argv) {
     }
     search_opts_default(me, gbs, &o);
     o.threads = threads, o.gap = gap, o.time_limit_s = limit, o.top = 5;
+    o.island_domain = island_domain, o.alpa_defaults = alpa_defaults;
     search_result r;
     if (search_run(cm, &o, &r, &err)) {
       printf("%-10s error: %s\n", tok, err.msg);
@@ -80,6 +86,7 @@ int main(int argc, char **argv) {
            "  bound %.4f s  gap %.2f%%%s\n  best: %s\n",
            tok, r.wall_s, r.evaluations, r.pruned, r.space_size, r.units_done, r.units, r.best_s,
            r.lower_bound_s, 100 * r.gap, r.complete ? "" : "  (stopped early)", plan);
+    if (r.note[0]) printf("  note: %s\n", r.note);
     if (!r.ntop) printf("  no feasible plan: %s\n", r.why);
     search_result_clear(&r);
   }

@@ -190,6 +190,7 @@ typedef struct acc {
   int units_done, complete;
   double min_excess;
   char why[256];
+  char note[512];     /* the note of the unit whose plan leads (search__unit.note) */
 } acc;
 
 static int absorb(const search_opts *o, acc *a, search__unit *u, pp_err *err) {
@@ -204,6 +205,8 @@ static int absorb(const search_opts *o, acc *a, search__unit *u, pp_err *err) {
   for (int i = 0; i < u->top.n; i++)
     if (search__top_offer(&a->top, &u->top.e[i].plan, &u->top.e[i].cm, u->unit, err) < 0)
       return err->code;
+  if (u->note[0] && a->top.n && a->top.e[0].unit == u->unit)
+    memcpy(a->note, u->note, sizeof a->note);
   if (o->on_unit) {
     search_unit_report r = {u->unit, u->evaluations, u->feasible, u->pruned, u->bound_s,
                             u->complete, u->top.e, u->top.n};
@@ -370,6 +373,7 @@ static int merge_ranks(search__run *run, acc *a, pp_err *err) {
   /* rank 0 starts again from nothing but its own top, and adds everyone's part */
   acc b = {.bound = INFINITY, .complete = 1, .min_excess = INFINITY};
   memcpy(b.why, a->why, sizeof b.why);
+  memcpy(b.note, a->note, sizeof b.note); /* rank 0's: two-level's one unit runs there */
   cm_model *cm = NULL;
   if ((rc = search__top_init(&b.top, run->o->top, err)) ||
       (rc = cm_model_create(&run->m, &run->c, &run->p, &cm, err))) {
@@ -463,6 +467,8 @@ static int finish(search__run *run, acc *a, int units, double t0, search_result 
   }
   if (!out->ntop)
     snprintf(out->why, sizeof out->why, "%s", a->why[0] ? a->why : "the space has no valid plan");
+  else
+    memcpy(out->note, a->note, sizeof out->note);
   out->wall_s = search__now() - t0;
   return PP_OK;
 }

@@ -34,6 +34,9 @@ typedef struct search__unit {
   int complete;               /* 0 when the deadline stopped it */
   char why[256];              /* why nothing fitted (the smallest excess seen) */
   double min_excess_gib;
+  char note[512];             /* method-specific facts about the unit's best plan (two-level:
+                                 stages, sub-meshes, logical meshes, microbatches); the run's
+                                 note is the note of the unit that found its best plan */
 } search__unit;
 
 /* Scores a resolved plan with the unit's cost model and offers it; counts it. *r (may be

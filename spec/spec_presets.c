@@ -15,6 +15,7 @@
 #define SWIGLU SPEC_FFN_SWIGLU
 #define RELU SPEC_FFN_RELU
 #define BF16 SPEC_DTYPE_BF16
+#define FP16 SPEC_DTYPE_FP16
 
 static const struct {
   spec_model m;
@@ -48,6 +49,15 @@ static const struct {
     {{"mixtral-8x7b", 32, 4096, 32, 8, 14336, SWIGLU, 4096, 32000, 8, 2, BF16, 0},
      "Mixtral 8x7B: Jiang et al. 2024 Table 1 (8 experts, top-2; 46.7B total, 12.9B active); "
      "trained here at seq 4096 as Megatron-Core's Mixtral recipes do (the model's window is 32k)"},
+    /* Alpa's GPT benchmark shapes (Zheng et al. OSDI'22 Table 4; alpa-projects/alpa
+     * benchmark/alpa/suite_manual_gpt.py gpt_specs: seq 1024, hidden, layers, heads, vocab
+     * 51200), trained in fp16 on V100s */
+    {{"gpt-15b", 48, 5120, 40, 40, 20480, GELU, 1024, 51200, 0, 0, FP16, 1},
+     "Alpa's GPT-15B: Zheng et al. OSDI'22 Table 4 and alpa benchmark/alpa/suite_manual_gpt.py "
+     "(hidden 5120, 48 layers, 40 heads, seq 1024, vocab 51200); fp16 as on its V100s"},
+    {{"gpt-39b-alpa", 48, 8192, 64, 64, 32768, GELU, 1024, 51200, 0, 0, FP16, 1},
+     "Alpa's GPT-39B: Zheng et al. OSDI'22 Table 4 and alpa suite_manual_gpt.py (hidden 8192, "
+     "48 layers, 64 heads, seq 1024 where gpt3-39b has 2048); fp16 as on its V100s"},
 };
 
 /* ---- GPUs ----------------------------------------------------------------------------------
@@ -61,6 +71,9 @@ static const struct {
 #define B200 {"b200", 2250, 4500, 180, 8, 148}
 #define GB200 {"gb200", 2450, 4900, 186, 8, 148}
 #define TPU_V4 {"tpu-v4", 275, 0, 32, 1.2, 8}
+/* V100 SXM2 16GB: 125 TFLOP/s is the fp16 tensor-core peak (no bf16 on Volta; the field holds
+ * the 16-bit peak), 80 SMs (Volta whitepaper) */
+#define V100_16G {"v100-16g", 125, 0, 16, 0.9, 80}
 
 static const struct {
   spec_gpu g;
@@ -74,6 +87,9 @@ static const struct {
     {B200, "hardware.csv 'B200' (dgxc-benchmarking peak table)"},
     {GB200, "hardware.csv 'GB200' (dgxc-benchmarking; MLCommons v6.1)"},
     {TPU_V4, "hardware.csv 'TPU v4' (Google Cloud TPU v4 docs; ISCA'23)"},
+    {V100_16G,
+     "V100-SXM2-16GB: NVIDIA Tesla V100 datasheet (125 TFLOP/s fp16 tensor core, 16 GB HBM2 at "
+     "900 GB/s) and Volta whitepaper (80 SMs); not in hardware.csv"},
 };
 
 /* ---- clusters ------------------------------------------------------------------------------ */
@@ -119,6 +135,19 @@ static const struct {
      "TPU v4: hardware.csv (3-D torus of 4x4x4 cubes, 6 ICI links per chip, 4 chips per host); "
      "ICI 400 Gbit/s = 50 GB/s per direction per link and 1 us per hop are unverified "
      "(hardware.csv says so)"},
+    {{.name = "p3.16xlarge", .gpu = V100_16G, .gpus = 64, .gpus_per_node = 8,
+      .nvlink = NVLINK(8, 150, 0.6, 1, 0),
+      .network = {.kind = SPEC_NET_FAT_TREE, .rail_optimized = 0, .nic_gbps = 25,
+                  .nics_per_node = 1, .oversubscription = 1, .switch_radix = 64,
+                  .latency_us = 25}},
+     "AWS p3.16xlarge-like, the cluster of Alpa's GPT benchmarks (Zheng et al. OSDI'22 Sec. 8: "
+     "8 nodes of 8 V100-16GB, NVLink inside, 25 Gbps between): AWS P3 page (8x V100, NVLink 300 "
+     "GB/s, network 25 Gbps, one ENA interface); NVLink2 is 6 links x 25 GB/s = 150 GB/s per "
+     "direction per GPU (V100 datasheet 300 GB/s bidirectional; Dell measured 143.7 GB/s "
+     "unidirectional p2p on V100-SXM2). The hybrid cube mesh has no NVSwitch: modelled as a "
+     "switch with 150 GB/s per GPU, which overstates pairs joined by one link (25 GB/s direct). "
+     "No EFA on p3.16xlarge: NCCL runs over TCP sockets; 25 us per hop and the radix are "
+     "assumed, not measured"},
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

@@ -23,6 +23,8 @@ static const struct {
     {"llama3-70b", 70.6, 70.6, 3},     /* Hugging Face model card (70.6B) */
     {"llama3-405b", 405, 405, 3},      /* Llama Team 2024 */
     {"mixtral-8x7b", 46.7, 12.9, 3},   /* Jiang et al. 2024: 46.7B total, 12.9B active */
+    {"gpt-15b", 15, 15, 2},            /* Alpa OSDI'22 Table 4 ("15B") */
+    {"gpt-39b-alpa", 39, 39, 2},       /* Alpa OSDI'22 Table 4 ("39B") */
 };
 
 /* within 1%, or equal at the precision the source printed */
@@ -33,7 +35,7 @@ static int matches(double got, double pub, int digits) {
 }
 
 static void models(void) {
-  CHECK_EQ(spec_model_preset_count(), 12);
+  CHECK_EQ(spec_model_preset_count(), 14);
   for (size_t i = 0; i < spec_model_preset_count(); i++) {
     const spec_model *m = spec_model_preset(i);
     pp_err err = {0};
@@ -67,8 +69,8 @@ static void models(void) {
 }
 
 static void gpus(void) {
-  const char *want[] = {"a100-40g", "a100-80g", "h100-sxm", "h200", "b200", "gb200"};
-  for (size_t k = 0; k < 6; k++) {
+  const char *want[] = {"a100-40g", "a100-80g", "h100-sxm", "h200", "b200", "gb200", "v100-16g"};
+  for (size_t k = 0; k < 7; k++) {
     spec_gpu g;
     pp_err err = {0};
     CHECK_EQ(spec_gpu_load(want[k], &g, &err), PP_OK);
@@ -118,10 +120,12 @@ static const size_case sizes[] = {
     {"tpu-v4-torus", 4096, 1, 1024, 4096, {16, 16, 16}},
     {"tpu-v4-torus", 96, 0, 0, 0, {0}, "96 chips form no torus slice"},
     {"dgx-h100", 0, 0, 0, 0, {0}, "gpus: must be 1.."},
+    {"p3.16xlarge", 32, 1, 4, 4},      /* Alpa's GPT-15B run */
+    {"p3.16xlarge", 64, 1, 8, 8},      /* Alpa's GPT-39B run */
 };
 
 static void clusters(void) {
-  CHECK_EQ(spec_cluster_preset_count(), 6);
+  CHECK_EQ(spec_cluster_preset_count(), 7);
   for (size_t i = 0; i < spec_cluster_preset_count(); i++) {
     const spec_cluster *c = spec_cluster_preset(i);
     pp_err err = {0};
