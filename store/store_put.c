@@ -129,6 +129,44 @@ int store_get_plan(store *s, int64_t id, spec_plan *out, pp_err *err) {
   return ret;
 }
 
+int store_get_model(store *s, int64_t id, spec_model *out, pp_err *err) {
+  sqlite3_stmt *st = NULL;
+  if (store__prepare(s, "SELECT json FROM models WHERE id = ?", &st, err)) return err->code;
+  sqlite3_bind_int64(st, 1, id);
+  int rc = sqlite3_step(st), ret;
+  if (rc == SQLITE_ROW) {
+    char origin[64];
+    snprintf(origin, sizeof origin, "model %lld", (long long)id);
+    ret = spec_model_parse((const char *)sqlite3_column_text(st, 0),
+                           (size_t)sqlite3_column_bytes(st, 0), origin, out, err);
+  } else if (rc == SQLITE_DONE) {
+    ret = pp_err_set(err, PP_NOTFOUND, "%s: no model with id %lld", s->path, (long long)id);
+  } else {
+    ret = store__fail(s->db, s->path, "reading a model", rc, err);
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int store_plan_models(store *s, int64_t plan_id, int64_t *ids, int max, int *n, pp_err *err) {
+  sqlite3_stmt *st = NULL;
+  if (store__prepare(s,
+                     "SELECT model_id FROM scores WHERE plan_id = ? GROUP BY model_id"
+                     " ORDER BY max(id) DESC",
+                     &st, err))
+    return err->code;
+  sqlite3_bind_int64(st, 1, plan_id);
+  int rc, k = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (k < max) ids[k] = sqlite3_column_int64(st, 0);
+    k++;
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return store__fail(s->db, s->path, "reading a plan's models", rc, err);
+  *n = k;
+  return PP_OK;
+}
+
 int store_put_score(store *s, const store_score *sc, int64_t *id, pp_err *err) {
   if ((unsigned)sc->source > STORE_SRC_PUBLISHED)
     return pp_err_set(err, PP_INTERNAL, "%s: scores: bad source %d", s->path, (int)sc->source);

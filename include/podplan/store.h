@@ -43,6 +43,12 @@ int store_put_plan(store *s, const spec_plan *p, int64_t *id, pp_err *err);
 /* Reads back a plan by row id (PP_NOTFOUND when absent); spec_plan_clear() the result. */
 int store_get_plan(store *s, int64_t id, spec_plan *out, pp_err *err);
 
+/* Reads back a model by row id (PP_NOTFOUND when absent). */
+int store_get_model(store *s, int64_t id, spec_model *out, pp_err *err);
+/* The models a plan has scores on (distinct, newest score first): up to max ids in ids[],
+ * *n gets how many there are in all. */
+int store_plan_models(store *s, int64_t plan_id, int64_t *ids, int max, int *n, pp_err *err);
+
 /* One score of a plan on a model and cluster by one source. */
 typedef enum {
   STORE_SRC_COSTMODEL,
