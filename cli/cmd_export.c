@@ -85,7 +85,8 @@ int cmd_export(int argc, char **argv) {
   if (!rc) rc = store_get_plan(s, plan_id, &p, &err);
   if (!rc && megatron) {
     if (!model && !p.nstages) rc = plan_model(s, plan_id, &m, &err);
-    if (!rc && (rc = tr_megatron_args(&p, &m, &text, &err))) pp_err_prefix(&err, "plan %d", plan_id);
+    if (!rc && (rc = tr_megatron_args(&p, &m, &text, &err)))
+      pp_err_prefix(&err, "plan %d", plan_id);
   } else if (!rc && !(text = spec_plan_json(&p))) {
     rc = pp_err_set(&err, PP_NOMEM, "out of memory");
   }

@@ -169,7 +169,8 @@ int store_search_begin(store *s, const char *method, const spec_model *m, const 
   if ((rc = store__prepare(s,
                            "SELECT id FROM search_runs WHERE method = ? AND model_id = ?"
                            " AND cluster_id = ? AND params_key = ? AND units = ?"
-                           " AND status IN ('running', 'failed') ORDER BY id DESC LIMIT 1",
+                           " AND (status IN ('running', 'failed') OR complete = 0)"
+                           " ORDER BY id DESC LIMIT 1",
                            &st, err)))
     goto done;
   sqlite3_bind_text(st, 1, method, -1, SQLITE_STATIC);
@@ -188,8 +189,10 @@ int store_search_begin(store *s, const char *method, const spec_model *m, const 
   sqlite3_finalize(st);
   st = NULL;
   if (out->resumed) {
-    if ((rc = store__prepare(s, "UPDATE search_runs SET status = 'running' WHERE id = ?", &st,
-                             err)))
+    if ((rc = store__prepare(s,
+                             "UPDATE search_runs SET status = 'running', complete = NULL,"
+                             " finished_at = NULL WHERE id = ?",
+                             &st, err)))
       goto done;
     sqlite3_bind_int64(st, 1, out->run_id);
   } else {

@@ -356,8 +356,8 @@ static void migrate_v1(const char *dir) {
                         "INSERT INTO models (hash, name, params, json) VALUES ('h', 'm', 1, '{}');"
                         "INSERT INTO clusters (hash, name, gpus, gpu, json)"
                         " VALUES ('c', 'c', 8, 'g', '{}');"
-                        "INSERT INTO search_runs (method, model_id, cluster_id, params_json, status)"
-                        " VALUES ('exhaustive', 1, 1, '{}', 'done');",
+                        "INSERT INTO search_runs (method, model_id, cluster_id, params_json,"
+                        " status) VALUES ('exhaustive', 1, 1, '{}', 'done');",
                         NULL, NULL, NULL),
            SQLITE_OK);
   sqlite3_close(h);
@@ -513,7 +513,20 @@ static void search_runs(const char *dir) {
   CHECK_EQ(store_search_sim_score(s, run, &sim, NULL, &err), PP_OK);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim' AND search_run_id = 1"),
            1);
-  /* a finished run is not resumed: the same key starts a new run */
+  /* a run cut short by a time limit is continued; one that searched everything is not:
+   * the same key then starts a new run */
+  sum.complete = 0;
+  CHECK_EQ(store_search_finish(s, run, &sum, &best, &err), PP_OK);
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, NULL, 4, &st, &err), PP_OK);
+  CHECK_EQ(st.resumed, 1);
+  CHECK_EQ(st.run_id, run);
+  CHECK_EQ(st.nunits_done, 3); /* units 0, 2, 3 */
+  store_search_state_clear(&st);
+  CHECK_EQ(tu_sql_int(db, "SELECT status = 'running' AND complete IS NULL FROM search_runs"
+                          " WHERE id = 1"),
+           1);
+  sum.complete = 1;
+  CHECK_EQ(store_search_finish(s, run, &sum, &best, &err), PP_OK);
   CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, NULL, 4, &st, &err), PP_OK);
   CHECK_EQ(st.resumed, 0);
   CHECK(st.run_id != run);

@@ -112,9 +112,10 @@ int store_save(const char *path, const spec_model *m, const spec_cluster *c, con
  * canonical text of the options that change its result (space restrictions, global batch,
  * top K, method options; not threads or time limits). Its work units are checkpointed one by
  * one (search.h), each with its counts and its best plans, so that a killed run resumes: a
- * run whose status is still 'running' (killed) or 'failed' with the same key and the same
- * number of units is continued; a finished one ('done') is not: the same search again starts
- * a new run. Every call writes in one transaction: a failure leaves nothing of it. */
+ * run with the same key and the same number of units that is still 'running' (killed),
+ * 'failed', or 'done' but cut short (complete = 0: a time limit) is continued; a run that
+ * searched everything is not: the same search again starts a new run. Every call writes in
+ * one transaction: a failure leaves nothing of it. */
 
 /* A plan with its score, as the search writes it. */
 typedef struct store_scored_plan {
@@ -135,7 +136,7 @@ typedef struct store_search_plan {
 /* Where a run stands when it begins. */
 typedef struct store_search_state {
   int64_t run_id, model_id, cluster_id;
-  int resumed;                /* 1: an unfinished run with this key continues */
+  int resumed;                /* 1: an unfinished or cut-short run with this key continues */
   int units;                  /* work units of the run */
   unsigned char *units_done;  /* [units]: 1 = its checkpoint is committed and complete */
   int nunits_done;
