@@ -510,8 +510,9 @@ static void print_plan_text(const spec_plan *p, const char *indent) {
     printf("%s\n", s);
     return;
   }
-  printf("non-uniform: %d stages, %d microbatches, sp=%d, zero=%d, schedule=%s\n", p->nstages,
-         p->microbatches, p->sp, p->zero, spec_schedule_name(p->schedule));
+  printf("non-uniform: %d stage%s, %d microbatch%s, sp=%d, zero=%d, schedule=%s\n", p->nstages,
+         p->nstages == 1 ? "" : "s", p->microbatches, p->microbatches == 1 ? "" : "es", p->sp,
+         p->zero, spec_schedule_name(p->schedule));
   for (int i = 0; i < p->nstages; i++) {
     const spec_stage *st = &p->stages[i];
     char g[256], ep[24] = "";
