@@ -409,6 +409,21 @@ void cm_stage_memory(const cm_model *cm, const cm_stage_coef *s, int layers, int
   rank_memory(cm, &r, zero, inflight * r.act_bytes, out);
 }
 
+double cm_stage_p2p(const cm_model *cm, const int *a, int na, int tp_a, const int *b, int nb,
+                    double samples) {
+  const spec_model *m = &cm->m;
+  int pair[2] = {a[0], b[0]};
+  cm_place pl;
+  cm_place_list(cm, pair, 2, &pl);
+  int senders = na < cm->gpn ? na : cm->gpn;
+  for (int l = CM_LVL_NVLINK_UP; l <= CM_LVL_SPINE; l++)
+    pl.bw_gbps[l] = pl.bw_gbps[l] * pl.sharing / senders;
+  int ranks = na < nb ? na : nb;
+  double bytes = samples * m->seq_len * m->hidden * cm->act_bytes / ranks *
+                 (cm->p.pp_scatter_gather ? 1 : tp_a);
+  return cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
+}
+
 const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
 const spec_cluster *cm_model_cluster(const cm_model *cm) { return &cm->c; }
 
@@ -480,16 +495,8 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
       add_chunk(cm, &coefs[i], st->layer_end - st->layer_begin, i == 0, i == P - 1, r);
       p2p[i] = 0;
       if (i + 1 < P) {
-        int pair[2] = {st->gpus[0], p->stages[i + 1].gpus[0]};
-        cm_place pl;
-        cm_place_list(cm, pair, 2, &pl);
-        int senders = st->ngpus < cm->gpn ? st->ngpus : cm->gpn;
-        for (int l = CM_LVL_NVLINK_UP; l <= CM_LVL_SPINE; l++)
-          pl.bw_gbps[l] = pl.bw_gbps[l] * pl.sharing / senders;
-        int ranks = st->ngpus < p->stages[i + 1].ngpus ? st->ngpus : p->stages[i + 1].ngpus;
-        double bytes = (double)samples * m->seq_len * m->hidden * cm->act_bytes / ranks *
-                       (cm->p.pp_scatter_gather ? 1 : st->tp);
-        p2p[i] = cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
+        const spec_stage *nx = &p->stages[i + 1];
+        p2p[i] = cm_stage_p2p(cm, st->gpus, st->ngpus, st->tp, nx->gpus, nx->ngpus, samples);
       }
     }
   }

@@ -147,9 +147,12 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Largest multiplicity and number of distinct values of keys[0..n) (sorted in place). */
+/* Largest multiplicity and number of distinct values of keys[0..n) (sorted in place; keys of
+ * GPUs listed in ascending order, the common case, are sorted already). */
 static void count_keys(int *keys, int n, int *most, int *distinct) {
-  qsort(keys, (size_t)n, sizeof *keys, cmp_int);
+  int sorted = 1;
+  for (int i = 1; i < n && sorted; i++) sorted = keys[i - 1] <= keys[i];
+  if (!sorted) qsort(keys, (size_t)n, sizeof *keys, cmp_int);
   *most = 0;
   *distinct = 0;
   for (int i = 0; i < n;) {

@@ -39,6 +39,9 @@ typedef struct search__unit {
 /* Scores a resolved plan with the unit's cost model and offers it; counts it. *r (may be
  * NULL) gets the score. */
 int search__eval(search__unit *u, const spec_plan *p, cm_result *r, pp_err *err);
+/* Searches plans [first, end) of the uniform space into the unit (exhaustive, global). */
+int search__uniform_range(search__unit *u, const search_uspace *us, size_t first, size_t end,
+                          pp_err *err);
 /* 1 once the run's time limit has passed (methods poll it between plans). */
 int search__expired(const search__run *run);
 

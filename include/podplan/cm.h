@@ -224,6 +224,13 @@ double cm_stage_time(cm_model *cm, const cm_stage_coef *s, int layers, int first
 void cm_stage_memory(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
                      int zero, double inflight, cm_memory *out);
 
+/* One stage-to-stage transfer of a non-uniform plan (per microbatch, each way): the sending
+ * stage's n_a GPUs a (tensor-parallel degree tp_a) to the next stage's GPUs b, `samples`
+ * sequences per microbatch, as cm_eval charges it (cm_eval adds pp_p2p_per_mb of the slowest
+ * boundary per microbatch, plus the pipeline's fill and drain). */
+double cm_stage_p2p(const cm_model *cm, const int *a, int na, int tp_a, const int *b, int nb,
+                    double samples);
+
 /* Placement of a group of n ranks whose GPU ids step by `stride` (uniform plans: TP stride 1,
  * CP stride tp, DP stride tp, n = dp*cp, PP neighbours stride tp*cp*dp). The groups of the same
  * kind are taken to tile the nodes and to run at once: `sharing` of them share each node's

@@ -1,0 +1,678 @@
+/* global: a joint search over stage slicing, device blocks and per-stage configuration, with a
+ * certified lower bound on the optimum of its whole space.
+ *
+ * The space. Every plan of the uniform space (as exhaustive), and every non-uniform 1F1B
+ * pipeline whose stages take consecutive layers and consecutive device blocks in stage order:
+ * stage i runs on GPUs [d_i, d_i + S_i) with d_0 = 0 and d_{i+1} = d_i + S_i (GPUs past the
+ * last block stay idle), with its own tp, cp, dp, ep and recomputation; the plan's microbatch
+ * count, sequence parallelism and ZeRO stage (0 or 1: ZeRO >= 2 needs one stage) are shared.
+ * Block sizes: whole nodes, any count (on more than 32 nodes: counts 1..8 and those of the
+ * form 2^a 3^b, and the whole cluster); on clusters of at most 8 nodes also blocks inside a
+ * node (1, 2, 4, ... GPUs, at any offset that stays in the node). A block of whole nodes may
+ * straddle nodes and NVLink domains; the cost model prices the links its groups cross.
+ *
+ * The units. Unit 0 is the uniform space, searched exhaustively in prepare (its optimum is
+ * also the incumbent every other unit prunes against, so that no unit depends on another's
+ * timing). Units 1.. are one (microbatch count m, sp, zero) each: a DP on stage costs.
+ *
+ * Why the bound holds. For a non-uniform 1F1B plan, cm_eval charges
+ *     T = sum_i t_i + (m - 1) max_i t_i + p2p + tail,
+ * where t_i is the stage's time per microbatch, computed from the stage alone
+ * (cm_stage_time: the stage's layers, its embedding or head, its groups placed on its own
+ * GPUs: nothing depends on the other stages), p2p >= 0, and tail is the largest over stages
+ * of (exposed DP reduction + optimizer step) >= the optimizer step of the GPU holding the
+ * largest optimizer shard >= cm_optimizer_time(total parameters / N) (each parameter's
+ * optimizer state sits on at least one GPU of at most N, and the step time grows with the
+ * shard). A stage fits iff cm_stage_memory with min(stages from it to the end, m) in-flight
+ * microbatches fits; memory and time are linear in the layer count (cm.h), so the DP uses the
+ * exact per-layer coefficients. For a fixed t_max the DP F(r, k, d) = least sum of stage
+ * times of r stages covering layers [k, K) from GPU d with every t_i <= t_max is exact over
+ * the space. For every plan whose max_i t_i lies in [a, b],
+ *     T >= F(b) + (m - 1) a + tail_lb,
+ * because the plan is a candidate of the DP at b. The unit splits [a0, b0] into such
+ * intervals (branch and bound on t_max): a0 = K * min over stage types of (GPUs * time per
+ * layer) / N (the sum over stages of GPUs * t_i is at least that, and at most N t_max); b0 is
+ * the max stage time of the DP's plan without a t_max (beyond it F no longer falls and the
+ * (m - 1) t_max term only grows). A DP solution at t with actual max t' <= t resolves
+ * [t', t] (F(t') = F(t)). The unit's bound is the least of its intervals' bounds; the run's
+ * bound is the least over units, and the uniform space's own optimum is its exact bound.
+ * The DP's plans (the best per stage count at each t_max tried) are scored by cm_eval: they
+ * are the upper bounds; gap = (best - bound) / bound. Omitted from the bound, so only
+ * loosening it: stage-to-stage transfers and the exposed DP reduction. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search_int.h"
+
+#define SUBNODE_MAX_NODES 8  /* blocks inside a node on clusters of at most this many nodes */
+#define ALL_COUNTS_NODES 32  /* every node count up to this many nodes */
+#define EVAL_PER_SOLVE 3     /* DP plans scored by cm_eval per t_max tried (best stage counts) */
+
+typedef struct gl_state {
+  search_uspace *u;
+  search__top utop;          /* the uniform space's best plans */
+  long long u_evals, u_feasible, u_pruned;
+  int u_complete;
+  char u_why[256];
+  double u_excess;
+  double incumbent;          /* the uniform optimum (INFINITY when nothing fits) */
+  int *mbcount;              /* microbatch counts searched */
+  int nm, sps[2], nsp, zs[2], nz;
+  int *sizes, nsizes;        /* block sizes in GPUs */
+  int sub_node;              /* 1: positions are GPUs; 0: nodes */
+  int period;                /* position classes: d mod period */
+  double nonuniform_size;    /* plans of the non-uniform part (approximate) */
+} gl_state;
+
+/* ---- prepare ----------------------------------------------------------------------------- */
+
+static int smooth(int n) {
+  while (n % 2 == 0) n /= 2;
+  while (n % 3 == 0) n /= 3;
+  return n == 1;
+}
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+static int block_sizes(gl_state *s, const spec_cluster *c, pp_err *err) {
+  int gpn = c->gpus_per_node, nodes = c->gpus / gpn;
+  s->sizes = malloc((size_t)(nodes + 32) * sizeof *s->sizes);
+  if (!s->sizes) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  s->sub_node = nodes <= SUBNODE_MAX_NODES;
+  if (s->sub_node)
+    for (int g = 1; g < gpn; g *= 2)
+      if (gpn % g == 0) s->sizes[s->nsizes++] = g;
+  for (int n = 1; n <= nodes; n++)
+    if (nodes <= ALL_COUNTS_NODES || n <= 8 || smooth(n) || n == nodes)
+      s->sizes[s->nsizes++] = n * gpn;
+  int dom = c->nvlink.domain_gpus;
+  if (c->network.kind == SPEC_NET_TORUS)
+    s->period = c->gpus;
+  else if (dom > 1 && dom < c->gpus)
+    s->period = dom / gcd(dom, gpn) * gpn;
+  else
+    s->period = gpn;
+  return PP_OK;
+}
+
+static int gl_prepare(search__run *run, pp_err *err) {
+  gl_state *s = calloc(1, sizeof *s);
+  if (!s) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  run->state = s;
+  const search_space *sp = &run->o->space;
+  int rc = search_uspace_build(sp, &run->m, &run->c, &s->u, err);
+  if (!rc) rc = block_sizes(s, &run->c, err);
+  if (rc) return rc;
+  /* the uniform space, exhaustively, on the caller's model (one thread: deterministic) */
+  search__unit u = {.run = run, .cm = run->cm, .unit = 0, .complete = 1,
+                    .min_excess_gib = INFINITY};
+  if ((rc = search__top_init(&u.top, run->o->top, err))) return rc;
+  rc = search__uniform_range(&u, s->u, 0, search_uspace_size(s->u), err);
+  s->utop = u.top;
+  s->u_evals = u.evaluations, s->u_feasible = u.feasible, s->u_pruned = u.pruned;
+  s->u_complete = u.complete;
+  s->u_excess = u.min_excess_gib;
+  memcpy(s->u_why, u.why, sizeof s->u_why);
+  s->incumbent = s->utop.n ? s->utop.e[0].cm.iter_time_s : INFINITY;
+  if (rc || sp->uniform_only) return rc;
+  /* microbatch counts, sp and ZeRO of the non-uniform units */
+  s->mbcount = malloc((size_t)sp->gbs * sizeof *s->mbcount);
+  if (!s->mbcount) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  for (int m = 1; m <= sp->gbs; m++)
+    if (sp->gbs % m == 0) s->mbcount[s->nm++] = m;
+  for (int v = 0; v < 2; v++)
+    if (sp->sp & (1u << v)) s->sps[s->nsp++] = v;
+  for (int z = 0; z < 2; z++)
+    if (sp->zero & (1u << z)) s->zs[s->nz++] = z;
+  return PP_OK;
+}
+
+static void gl_release(search__run *run) {
+  gl_state *s = run->state;
+  if (!s) return;
+  search_uspace_free(s->u);
+  search__top_free(&s->utop);
+  free(s->mbcount);
+  free(s->sizes);
+  free(s);
+  run->state = NULL;
+}
+
+static int gl_units(search__run *run, int *n, pp_err *err) {
+  (void)err;
+  gl_state *s = run->state;
+  *n = 1 + s->nm * s->nsp * s->nz;
+  return PP_OK;
+}
+
+static double gl_space(search__run *run) {
+  gl_state *s = run->state;
+  return (double)search_uspace_size(s->u) + s->nonuniform_size;
+}
+
+/* ---- stage types ------------------------------------------------------------------------- */
+
+/* One configuration of one block size at one position class, as the DP prices it. */
+typedef struct gtype {
+  int size;
+  cm_stage_cfg cfg;
+  double l;       /* time per layer per microbatch */
+  double x[4];    /* extra time [first + 2 * last]: embedding, head */
+  double mb[4];   /* memory without layers and activations, GiB [first + 2 * last] */
+  double ml;      /* memory per layer without activations, GiB */
+  double ma;      /* activations per layer per in-flight microbatch, GiB */
+} gtype;
+
+typedef struct gtab {
+  gtype *t;
+  int n, cap;
+  int *first, *count; /* [size index * period + class]: types of that block */
+} gtab;
+
+static int dominated(const gtype *a, const gtype *b) { /* b at least as good as a everywhere */
+  if (b->l > a->l || b->ml > a->ml || b->ma > a->ma) return 0;
+  for (int q = 0; q < 4; q++)
+    if (b->x[q] > a->x[q] || b->mb[q] > a->mb[q]) return 0;
+  return 1;
+}
+
+static int valid_cfg(const search__run *run, int tp, int cp, int ep, int dp, int sp) {
+  const spec_model *m = &run->m;
+  const search_space *s = &run->o->space;
+  if ((s->max_tp && tp > s->max_tp) || (s->max_cp && cp > s->max_cp) ||
+      (s->max_ep && ep > s->max_ep) || (s->max_dp && dp > s->max_dp))
+    return 0;
+  if (m->heads % tp || m->kv_heads % tp || m->ffn_hidden % tp) return 0;
+  if (cp > 1 && m->seq_len % (2 * cp)) return 0;
+  if (sp && tp > 1 && (m->seq_len / cp) % tp) return 0;
+  if (ep > 1 && (!m->experts || m->experts % ep)) return 0;
+  return dp % ep == 0;
+}
+
+static int add_type(gtab *T, const gtype *g, int *count, pp_err *err) {
+  gtype *base = T->t + T->n - *count;
+  for (int i = 0; i < *count; i++)
+    if (dominated(g, &base[i])) return PP_OK;
+  /* drop those the new one dominates */
+  int w = 0;
+  for (int i = 0; i < *count; i++)
+    if (!dominated(&base[i], g)) base[w++] = base[i];
+  T->n -= *count - w;
+  *count = w;
+  if (T->n == T->cap) {
+    int cap = T->cap ? 2 * T->cap : 256;
+    gtype *t = realloc(T->t, (size_t)cap * sizeof *t);
+    if (!t) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+    T->t = t, T->cap = cap;
+  }
+  T->t[T->n++] = *g;
+  (*count)++;
+  return PP_OK;
+}
+
+/* The types of block size S starting at GPU d (a representative of its class). */
+static int block_types(search__unit *u, int S, int d, int samples, int sp, int zero, gtab *T,
+                       int *count, pp_err *err) {
+  const search_space *s = &u->run->o->space;
+  int *gpus = malloc((size_t)S * sizeof *gpus);
+  if (!gpus) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  for (int i = 0; i < S; i++) gpus[i] = d + i;
+  int rc = PP_OK;
+  *count = 0;
+  for (int tp = 1; tp <= S && !rc; tp++) {
+    if (S % tp) continue;
+    for (int cp = 1; cp <= S / tp && !rc; cp++) {
+      if ((S / tp) % cp) continue;
+      int dp = S / tp / cp;
+      if (samples % dp || (s->max_mbs && samples / dp > s->max_mbs)) continue;
+      for (int ep = 1; ep <= dp * cp && !rc; ep++) {
+        if (!valid_cfg(u->run, tp, cp, ep, dp, sp)) continue;
+        for (int r = 0; r < 3 && !rc; r++) {
+          if (!(s->recompute & (1u << r))) continue;
+          gtype g = {.size = S};
+          g.cfg = (cm_stage_cfg){tp, cp, dp, ep, samples / dp, sp, (spec_recompute)r};
+          cm_stage_coef co;
+          if ((rc = cm_stage_coef_get(u->cm, &g.cfg, gpus, S, &co, err))) break;
+          for (int q = 0; q < 4; q++) {
+            g.x[q] = cm_stage_time(u->cm, &co, 0, q & 1, q >> 1, zero);
+            cm_memory mem;
+            cm_stage_memory(u->cm, &co, 0, q & 1, q >> 1, zero, 0, &mem);
+            g.mb[q] = mem.total_gib;
+          }
+          g.l = cm_stage_time(u->cm, &co, 1, 0, 0, zero) - g.x[0];
+          cm_memory m1, m1a;
+          cm_stage_memory(u->cm, &co, 1, 0, 0, zero, 0, &m1);
+          cm_stage_memory(u->cm, &co, 1, 0, 0, zero, 1, &m1a);
+          g.ml = m1.total_gib - g.mb[0];
+          g.ma = m1a.total_gib - m1.total_gib;
+          rc = add_type(T, &g, count, err);
+        }
+      }
+    }
+  }
+  free(gpus);
+  return rc;
+}
+
+/* Position p (GPU or node index) to GPU id. */
+static int gpu_at(const gl_state *s, const spec_cluster *c, int p) {
+  return s->sub_node ? p : p * c->gpus_per_node;
+}
+
+/* May a block of S GPUs start at GPU d? */
+static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d) {
+  int gpn = c->gpus_per_node;
+  if (d + S > c->gpus) return 0;
+  if (S < gpn) return s->sub_node && d % gpn + S <= gpn;
+  return d % gpn == 0;
+}
+
+static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, pp_err *err) {
+  gl_state *s = u->run->state;
+  size_t slots = (size_t)s->nsizes * (size_t)s->period;
+  T->first = malloc(slots * sizeof *T->first);
+  T->count = calloc(slots, sizeof *T->count);
+  if (!T->first || !T->count) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  for (size_t i = 0; i < slots; i++) T->first[i] = -1;
+  const spec_cluster *c = &u->run->c;
+  for (int z = 0; z < s->nsizes; z++)
+    for (int d = 0; d < c->gpus && d < s->period; d++) {
+      int S = s->sizes[z];
+      /* the class of d is d itself: the first block that starts there represents it */
+      if (!fits_at(s, c, S, d)) continue;
+      size_t slot = (size_t)z * s->period + (size_t)d;
+      T->first[slot] = T->n;
+      if (block_types(u, S, d, samples, sp, zero, T, &T->count[slot], err)) return err->code;
+    }
+  return PP_OK;
+}
+
+static void free_types(gtab *T) {
+  free(T->t), free(T->first), free(T->count);
+  memset(T, 0, sizeof *T);
+}
+
+/* ---- the DP ------------------------------------------------------------------------------ */
+
+typedef struct gdp {
+  int K, R, D;        /* layers, most stages, positions (0 .. D) */
+  int m;              /* microbatches */
+  double hbm;         /* GiB */
+  double *G;          /* [(r * (D + 1) + p) * (K + 1) + k]: least sum, INFINITY: none */
+  int32_t *ty;        /* chosen type */
+  int16_t *nk;        /* next stage's first layer */
+  int16_t *lo, *hi;   /* [r * (D + 1) + p]: the finite k of that row lie in [lo, hi] */
+  int *dq;            /* deque: k' */
+  double *dv;         /* deque: values */
+} gdp;
+
+/* Cell (r, p, k): rows of k are contiguous (the windows below run along k). */
+#define ROW(D_, r, p) (((size_t)(r) * (size_t)((D_)->D + 1) + (size_t)(p)))
+#define IDX(D_, r, k, p) (ROW(D_, r, p) * (size_t)((D_)->K + 1) + (size_t)(k))
+
+/* Layers a stage of type g may take within t_max and memory, with f microbatches in flight. */
+static int max_layers(const gtype *g, int q, double tmax, double hbm, int f) {
+  double room_t = tmax - g->x[q], room_m = hbm - g->mb[q];
+  if (room_t < 0 || room_m < 0) return 0;
+  double per_m = g->ml + f * g->ma;
+  double ct = g->l > 0 ? floor(room_t / g->l * (1 + 1e-12)) : 1e9;
+  double cm = per_m > 0 ? floor(room_m / per_m * (1 + 1e-12)) : 1e9;
+  double c = ct < cm ? ct : cm;
+  return c > 32767 ? 32767 : (int)c;
+}
+
+static void set(gdp *D, size_t at, double t, int tix, int nk) {
+  if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)nk;
+}
+
+/* Middle stage of type g (index tix) from position p: for every k in [klo, khi], the best
+ * next first layer k' in [k + 1, min(k + C, hi_lim)] by a sliding-window minimum of
+ * G(r - 1, k', pn) + k' l (k descending, so the window slides down). */
+static void window(gdp *D, const gtype *g, int tix, int C, int r, int p, int pn) {
+  const double *nx = D->G + IDX(D, r - 1, 0, pn);
+  double *out = D->G + IDX(D, r, 0, p);
+  size_t base = IDX(D, r, 0, p);
+  int lo = D->lo[ROW(D, r - 1, pn)], hi = D->hi[ROW(D, r - 1, pn)];
+  int hi_lim = D->K - (r - 1) < hi ? D->K - (r - 1) : hi;
+  int khi = hi_lim - 1, klo = lo - C > 1 ? lo - C : 1;
+  int *dq = D->dq, head = 0, tail = 0, next_add = hi_lim;
+  double *dv = D->dv, l = g->l, x = g->x[0];
+  for (int k = khi; k >= klo; k--) {
+    for (; next_add >= k + 1; next_add--) {
+      double hv = nx[next_add];
+      if (hv == INFINITY) continue;
+      hv += next_add * l;
+      while (tail > head && dv[tail - 1] >= hv) tail--;
+      dq[tail] = next_add, dv[tail++] = hv;
+    }
+    while (tail > head && dq[head] > k + C) head++;
+    if (tail == head) continue;
+    double t = dv[head] - k * l + x;
+    if (t < out[k]) out[k] = t, D->ty[base + (size_t)k] = tix, D->nk[base + (size_t)k] = (int16_t)dq[head];
+  }
+}
+
+/* Solves F for t_max; G(r, 0, 0) holds the least sum with r stages. */
+static void dp_solve(const gl_state *s, const spec_cluster *c, const gtab *T, gdp *D,
+                     double tmax) {
+  int K = D->K, P = D->D;
+  size_t cells = (size_t)(D->R + 1) * (size_t)(P + 1) * (size_t)(K + 1);
+  for (size_t i = 0; i < cells; i++) D->G[i] = INFINITY;
+  for (size_t i = 0; i < (size_t)(D->R + 1) * (size_t)(P + 1); i++)
+    D->lo[i] = (int16_t)(K + 1), D->hi[i] = -1;
+  for (int r = 1; r <= D->R; r++) {
+    int f = r < D->m ? r : D->m;
+    for (int p = P - 1; p >= 0; p--) {
+      size_t row = ROW(D, r, p);
+      if (P - p < r) continue; /* every stage takes at least one position */
+      int d = gpu_at(s, c, p);
+      for (int z = 0; z < s->nsizes; z++) {
+        int S = s->sizes[z];
+        size_t slot = (size_t)z * s->period + (size_t)(d % s->period);
+        if (!fits_at(s, c, S, d) || T->first[slot] < 0) continue;
+        int pn = s->sub_node ? d + S : (d + S) / c->gpus_per_node;
+        if (r > 1 && D->hi[ROW(D, r - 1, pn)] < 0) continue; /* nothing can follow */
+        for (int ti = 0; ti < T->count[slot]; ti++) {
+          int tix = T->first[slot] + ti;
+          const gtype *g = &T->t[tix];
+          if (r == 1) { /* the last stage: layers k .. K (k = 0 only at position 0) */
+            for (int k = (p == 0 ? 0 : 1); k < (p == 0 ? 1 : K); k++) {
+              int q = (k == 0) + 2;
+              if (max_layers(g, q, tmax, D->hbm, f) < K - k) continue;
+              set(D, IDX(D, 1, k, p), (K - k) * g->l + g->x[q], tix, K);
+            }
+          } else if (p == 0) { /* the first stage (k = 0, only at position 0) */
+            int C = max_layers(g, 1, tmax, D->hbm, f);
+            const double *nx = D->G + IDX(D, r - 1, 0, pn);
+            for (int cc = 1; cc <= C && cc <= K - (r - 1); cc++)
+              if (nx[cc] < INFINITY) set(D, IDX(D, r, 0, 0), cc * g->l + g->x[1] + nx[cc], tix, cc);
+          } else {
+            int C = max_layers(g, 0, tmax, D->hbm, f);
+            if (C >= 1) window(D, g, tix, C, r, p, pn);
+          }
+        }
+      }
+      const double *gr = D->G + IDX(D, r, 0, p);
+      for (int k = 0; k <= K; k++)
+        if (gr[k] < INFINITY) {
+          if (k < D->lo[row]) D->lo[row] = (int16_t)k;
+          D->hi[row] = (int16_t)k;
+        }
+    }
+  }
+}
+
+/* ---- one unit: branch and bound on t_max --------------------------------------------------- */
+
+typedef struct ival {
+  double a, b, Gb; /* t_max in [a, b]; least sum of stage times at b */
+} ival;
+
+typedef struct gunit {
+  search__unit *u;
+  const gl_state *s;
+  gtab T;
+  gdp D;
+  int m, sp, zero, samples;
+  double tail_lb;
+  double p2p_lb;      /* least stage-to-stage transfer of any boundary */
+  search_stage *st;   /* reconstruction buffer: R stages */
+} gunit;
+
+/* Rebuilds the plan of r stages from the DP at the last t_max solved; returns its largest
+ * stage time (its objective is then G + (m - 1) * that). */
+static double rebuild(gunit *g, int r, int *n) {
+  const spec_cluster *c = &g->u->run->c;
+  gdp *D = &g->D;
+  int k = 0, p = 0;
+  double tmax = 0;
+  *n = 0;
+  for (int left = r; left >= 1; left--) {
+    size_t at = IDX(D, left, k, p);
+    const gtype *t = &g->T.t[D->ty[at]];
+    int nk = D->nk[at], layers = nk - k, d = gpu_at(g->s, c, p);
+    int q = (k == 0) + 2 * (nk == D->K);
+    double ti = layers * t->l + t->x[q];
+    if (ti > tmax) tmax = ti;
+    g->st[(*n)++] = (search_stage){layers, d, t->size, t->cfg.tp, t->cfg.cp, t->cfg.dp,
+                                   t->cfg.ep, t->cfg.recompute};
+    k = nk;
+    p = g->s->sub_node ? d + t->size : (d + t->size) / c->gpus_per_node;
+  }
+  return tmax;
+}
+
+/* Scores the best plans of the last solve with the full cost model; returns the least DP
+ * objective among stage counts (INFINITY when none) and its plan's largest stage time. */
+static int score_solve(gunit *g, double *best_obj, double *best_tmax, double *Gmin, pp_err *err) {
+  gdp *D = &g->D;
+  double val[EVAL_PER_SOLVE];
+  int rr[EVAL_PER_SOLVE], nv = 0;
+  *best_obj = *Gmin = INFINITY;
+  *best_tmax = 0;
+  double per_mb = cm_model_params(g->u->cm)->pp_p2p_per_mb;
+  for (int r = 1; r <= D->R; r++) {
+    double G = D->G[IDX(D, r, 0, 0)];
+    if (G == INFINITY) continue;
+    if (r > 1) G += per_mb * (g->m + r - 2) * g->p2p_lb; /* transfers: see p2p_bound */
+    if (G < *Gmin) *Gmin = G;
+    int n;
+    double tm = rebuild(g, r, &n);
+    double obj = G + (g->m - 1) * tm;
+    if (obj < *best_obj) *best_obj = obj, *best_tmax = tm;
+    /* keep the EVAL_PER_SOLVE best objectives, in order */
+    if (nv == EVAL_PER_SOLVE && obj >= val[nv - 1]) continue;
+    int at = nv < EVAL_PER_SOLVE ? nv++ : nv - 1;
+    for (; at > 0 && val[at - 1] > obj; at--) val[at] = val[at - 1], rr[at] = rr[at - 1];
+    val[at] = obj, rr[at] = r;
+  }
+  for (int i = 0; i < nv; i++) {
+    int n;
+    rebuild(g, rr[i], &n);
+    spec_plan p;
+    const search__run *run = g->u->run;
+    if (search_plan_build(g->st, n, run->o->space.gbs, g->m, g->sp, g->zero, &run->m, &run->c,
+                          &p, err))
+      return err->code; /* the DP builds only valid plans: a failure is a bug */
+    int rc = search__eval(g->u, &p, NULL, err);
+    spec_plan_clear(&p);
+    if (rc) return rc;
+  }
+  return PP_OK;
+}
+
+static int dp_alloc(gunit *g, pp_err *err) {
+  const search__run *run = g->u->run;
+  const spec_cluster *c = &run->c;
+  gdp *D = &g->D;
+  D->K = run->m.layers;
+  D->D = g->s->sub_node ? c->gpus : c->gpus / c->gpus_per_node;
+  D->R = D->K < D->D ? D->K : D->D;
+  if (run->o->space.max_pp && run->o->space.max_pp < D->R) D->R = run->o->space.max_pp;
+  D->m = g->m;
+  D->hbm = c->gpu.hbm_gib;
+  size_t cells = (size_t)(D->R + 1) * (size_t)(D->K + 1) * (size_t)(D->D + 1);
+  D->G = malloc(cells * sizeof *D->G);
+  D->ty = malloc(cells * sizeof *D->ty);
+  D->nk = malloc(cells * sizeof *D->nk);
+  D->dq = malloc((size_t)(D->K + 2) * sizeof *D->dq);
+  D->dv = malloc((size_t)(D->K + 2) * sizeof *D->dv);
+  size_t rows = (size_t)(D->R + 1) * (size_t)(D->D + 1);
+  D->lo = malloc(rows * sizeof *D->lo);
+  D->hi = malloc(rows * sizeof *D->hi);
+  g->st = malloc((size_t)(D->R + 1) * sizeof *g->st);
+  if (!D->G || !D->ty || !D->nk || !D->dq || !D->dv || !D->lo || !D->hi || !g->st)
+    return pp_err_set(err, PP_NOMEM, "search: out of memory (global DP of %zu cells)", cells);
+  return PP_OK;
+}
+
+static void dp_free(gunit *g) {
+  free(g->D.G), free(g->D.ty), free(g->D.nk), free(g->D.dq), free(g->D.dv), free(g->D.lo);
+  free(g->D.hi), free(g->st);
+  free_types(&g->T);
+}
+
+/* The least transfer any stage boundary of the space can cost: over every pair of blocks
+ * that may follow each other (the sender's tp at 1: with pp_scatter_gather off the bytes
+ * grow with it, with it on they do not depend on it). cm_eval charges pp_p2p_per_mb of the
+ * slowest boundary for each of m + P - 2 steps, so a plan of P >= 2 stages pays at least
+ * pp_p2p_per_mb * (m + P - 2) * this. */
+static int p2p_bound(gunit *g, pp_err *err) {
+  const gl_state *s = g->s;
+  const spec_cluster *c = &g->u->run->c;
+  int *ids = malloc((size_t)2 * c->gpus * sizeof *ids);
+  if (!ids) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  for (int i = 0; i < 2 * c->gpus; i++) ids[i] = i % c->gpus;
+  double best = INFINITY;
+  for (int za = 0; za < s->nsizes; za++)
+    for (int d = 0; d < s->period && d < c->gpus; d++) {
+      int Sa = s->sizes[za];
+      if (!fits_at(s, c, Sa, d)) continue;
+      for (int zb = 0; zb < s->nsizes; zb++) {
+        int Sb = s->sizes[zb];
+        if (!fits_at(s, c, Sb, d + Sa)) continue;
+        double t = cm_stage_p2p(g->u->cm, ids + d, Sa, 1, ids + d + Sa, Sb, g->samples);
+        if (t < best) best = t;
+      }
+    }
+  free(ids);
+  g->p2p_lb = best < INFINITY ? best : 0;
+  return PP_OK;
+}
+
+/* a0 (see the top of the file) and the tail's lower bound. */
+static void static_bounds(gunit *g, double *a0) {
+  const search__run *run = g->u->run;
+  double best = INFINITY, total = 0;
+  for (int i = 0; i < g->T.n; i++) {
+    const gtype *t = &g->T.t[i];
+    double w = t->size * t->l;
+    if (w < best) best = w;
+  }
+  *a0 = g->T.n ? run->m.layers * best / run->c.gpus : 0;
+  /* total parameters from any block's coefficients: per GPU x tp (x ep for experts) */
+  cm_stage_cfg one = {1, 1, 1, 1, 1, 0, SPEC_RECOMPUTE_NONE};
+  cm_stage_coef co;
+  int gpu0 = 0;
+  if (!cm_stage_coef_get(g->u->cm, &one, &gpu0, 1, &co, NULL))
+    total = run->m.layers * (co.params + co.expert_params) + co.embed_params;
+  g->tail_lb = cm_optimizer_time(g->u->cm, total / run->c.gpus);
+}
+
+static int bnb(gunit *g, pp_err *err) {
+  search__unit *u = g->u;
+  const search__run *run = u->run;
+  double a0, obj, tm, Gm;
+  static_bounds(g, &a0);
+  if (p2p_bound(g, err)) return err->code;
+  double stop_gap = 1 + run->o->gap;
+  double lb0 = g->m * a0 + g->tail_lb;
+  if (g->T.n == 0 || lb0 * stop_gap >= g->s->incumbent) { /* cannot beat the uniform optimum */
+    u->bound_s = g->T.n ? lb0 : INFINITY;
+    u->pruned++;
+    return PP_OK;
+  }
+  if (dp_alloc(g, err)) return err->code;
+  dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY);
+  if (score_solve(g, &obj, &tm, &Gm, err)) return err->code;
+  if (obj == INFINITY) { /* nothing fits */
+    u->bound_s = INFINITY;
+    return PP_OK;
+  }
+  double resolved = obj; /* least DP objective of the resolved parts */
+  int cap = 64, n = 0;
+  ival *iv = malloc((size_t)cap * sizeof *iv);
+  if (!iv) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  if (tm > a0) iv[n++] = (ival){a0, tm, Gm};
+  for (;;) {
+    int bi = -1;
+    double blb = INFINITY;
+    for (int i = 0; i < n; i++) {
+      double lb = iv[i].Gb + (g->m - 1) * iv[i].a;
+      if (lb < blb) blb = lb, bi = i;
+    }
+    double best_real = u->top.n ? u->top.e[0].cm.iter_time_s : INFINITY;
+    double target = best_real < g->s->incumbent ? best_real : g->s->incumbent;
+    double lb_now = (blb < resolved ? blb : resolved) + g->tail_lb;
+    u->bound_s = lb_now;
+    if (bi < 0 || lb_now * stop_gap >= target) break;
+    if (search__expired(run)) {
+      u->complete = 0;
+      break;
+    }
+    ival I = iv[bi];
+    iv[bi] = iv[--n];
+    if (I.b - I.a <= 1e-9 * I.b) { /* too narrow to split: its bound is final */
+      if (blb < resolved) resolved = blb;
+      continue;
+    }
+    /* split where the interval's bound would reach the stopping point (then one solve that
+     * finds no plan within it closes the interval), else in the middle */
+    double crit = (target / stop_gap - g->tail_lb - I.Gb) / (g->m - 1 > 0 ? g->m - 1 : 1);
+    double mid = crit > I.a && crit < I.b ? crit : 0.5 * (I.a + I.b);
+    dp_solve(g->s, &run->c, &g->T, &g->D, mid);
+    if (score_solve(g, &obj, &tm, &Gm, err)) {
+      free(iv);
+      return err->code;
+    }
+    if (n + 2 > cap) {
+      ival *t = realloc(iv, (size_t)(cap *= 2) * sizeof *iv);
+      if (!t) {
+        free(iv);
+        return pp_err_set(err, PP_NOMEM, "search: out of memory");
+      }
+      iv = t;
+    }
+    iv[n++] = (ival){mid, I.b, I.Gb};
+    if (obj < INFINITY) {
+      if (obj < resolved) resolved = obj; /* [tm, mid] is resolved by the plan found */
+      if (tm > I.a) iv[n++] = (ival){I.a, tm, Gm};
+    } /* else no plan has every stage within mid: [a, mid] is empty */
+  }
+  free(iv);
+  return PP_OK;
+}
+
+static int gl_unit(search__unit *u, pp_err *err) {
+  gl_state *s = u->run->state;
+  if (u->unit == 0) { /* the uniform space, searched in prepare */
+    u->evaluations = s->u_evals, u->feasible = s->u_feasible, u->pruned = s->u_pruned;
+    u->complete = s->u_complete;
+    u->bound_s = s->incumbent; /* its exact optimum (INFINITY: nothing fits) */
+    u->min_excess_gib = s->u_excess;
+    memcpy(u->why, s->u_why, sizeof u->why);
+    for (int i = 0; i < s->utop.n; i++)
+      if (search__top_offer(&u->top, &s->utop.e[i].plan, &s->utop.e[i].cm, 0, err) < 0)
+        return err->code;
+    return PP_OK;
+  }
+  int i = u->unit - 1;
+  gunit g = {.u = u, .s = s};
+  g.zero = s->zs[i % s->nz];
+  i /= s->nz;
+  g.sp = s->sps[i % s->nsp];
+  g.m = s->mbcount[i / s->nsp];
+  g.samples = u->run->o->space.gbs / g.m;
+#ifdef GL_TRACE
+  double t0 = search__now();
+#endif
+  int rc = build_types(u, g.samples, g.sp, g.zero, &g.T, err);
+#ifdef GL_TRACE
+  double t1 = search__now();
+  long long e0 = u->evaluations;
+#endif
+  if (!rc) rc = bnb(&g, err);
+#ifdef GL_TRACE
+  fprintf(stderr, "unit m=%d sp=%d z=%d types=%d build %.3f s bnb %.3f s evals %lld bound %.4f\n",
+          g.m, g.sp, g.zero, g.T.n, t1 - t0, search__now() - t1, u->evaluations - e0, u->bound_s);
+#endif
+  dp_free(&g);
+  return rc;
+}
+
+const search__method search__global = {
+    SEARCH_GLOBAL, "global", gl_prepare, gl_units, gl_unit, gl_release, gl_space,
+};
