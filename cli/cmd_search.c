@@ -58,17 +58,6 @@ static const char usage_tail[] =
     "exit status: 0 a plan was found; 1 runtime failure, or no feasible plan (the output says\n"
     "why); 2 bad usage or bad input\n";
 
-#ifndef PODPLAN_HAVE_SEARCH
-/* Built without the search library (search/): -h prints the usage, anything else says "not
- * implemented yet" (exit 2). */
-int cmd_search(int argc, char **argv) {
-  static char usage[sizeof usage_head + sizeof usage_tail + 64];
-  snprintf(usage, sizeof usage, "%s  (they come with the search library)\n%s", usage_head,
-           usage_tail);
-  return cli_not_implemented(CMD, usage, argc, argv);
-}
-#else
-
 /* ---- options ----------------------------------------------------------------------------- */
 
 enum { O_BASE = 256, O_SPACE = 512 };
@@ -861,5 +850,3 @@ done:
   if (j.mpi) MPI_Finalize();
   return status;
 }
-
-#endif /* PODPLAN_HAVE_SEARCH */

@@ -8,11 +8,7 @@
 static const char *const commands[] = {"presets", "check",  "predict",   "simulate",
                                        "search",  "study",  "run",       "bench",
                                        "import",  "calibrate", "export", "report"};
-static const char *const not_yet[] = {
-#ifndef PODPLAN_HAVE_SEARCH /* built without the search library */
-    "search",
-#endif
-    "calibrate", "report"};
+static const char *const not_yet[] = {"calibrate", "report"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 int main(int argc, char **argv) {
