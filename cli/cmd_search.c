@@ -528,6 +528,7 @@ typedef struct simmed {
   int n;        /* simulated: top[0 .. n-1] */
   int *rank;    /* [n]: 1-based rank by simulated time */
   int chosen;   /* index of the plan chosen (fastest simulated; 0 without simulation) */
+  int64_t best_plan_id; /* the chosen plan's id in the store */
 } simmed;
 
 /* Re-scores the best K with the simulator and stores the scores. */
@@ -538,8 +539,11 @@ static int simulate_top(const args *a, const spec_model *m, const spec_cluster *
   sm->n = 0;
   sm->chosen = 0;
   if (!k) return PP_OK;
-  if (!(sm->rank = calloc((size_t)k, sizeof *sm->rank)))
+  int64_t *ids = calloc((size_t)k, sizeof *ids);
+  if (!ids || !(sm->rank = calloc((size_t)k, sizeof *sm->rank))) {
+    free(ids);
     return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  }
   sim_opts so = {SIM_FAST, NULL, 0};
   for (int i = 0; i < k; i++) {
     search_entry *e = &r->top[i];
@@ -547,6 +551,7 @@ static int simulate_top(const args *a, const spec_model *m, const spec_cluster *
     memset(&sr, 0, sizeof sr);
     if (sim_run(m, c, prm, &e->plan, &so, &sr, err)) {
       sim_result_clear(&sr);
+      free(ids);
       return pp_err_prefix(err, "simulating plan %d of %d", i + 1, k);
     }
     e->simulated = 1;
@@ -562,10 +567,13 @@ static int simulate_top(const args *a, const spec_model *m, const spec_cluster *
                                        .tokens_per_s = at.tokens_per_s, .mfu = at.mfu,
                                        .mem_gib = e->cm.mem_gib_per_gpu,
                                        .feasible = e->cm.feasible, .breakdown_json = bds}};
-    int rc = store_search_sim_score(x->st, x->run_id, &sp, NULL, err);
+    int rc = store_search_sim_score(x->st, x->run_id, &sp, &ids[i], err);
     free(bds);
     sim_result_clear(&sr);
-    if (rc) return rc;
+    if (rc) {
+      free(ids);
+      return rc;
+    }
     sm->n = i + 1;
   }
   for (int i = 0; i < k; i++) {
@@ -577,6 +585,8 @@ static int simulate_top(const args *a, const spec_model *m, const spec_cluster *
     sm->rank[i] = rank;
     if (rank == 1) sm->chosen = i;
   }
+  sm->best_plan_id = ids[sm->chosen];
+  free(ids);
   return PP_OK;
 }
 
@@ -627,7 +637,7 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
                          : "the simulator keeps the cost model's ranking");
   }
   const search_entry *b = &r->top[sm->chosen];
-  printf("\nbest: ");
+  printf("\nbest (plan %lld in %s): ", (long long)sm->best_plan_id, a->db);
   print_plan_text(&b->plan, "  ");
   printf("  %.4f s per iteration (cost model)", b->cm.iter_time_s);
   if (b->simulated) printf(", %.4f s simulated", b->sim_iter_s);
@@ -644,6 +654,7 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
   json_object_set_new(o, "evaluations", json_integer(r->evaluations));
   json_object_set_new(o, "wall_s", json_real(r->wall_s));
   json_object_set_new(o, "best", b ? plan_json(&b->plan) : json_null());
+  json_object_set_new(o, "best_plan_id", b ? json_integer(sm->best_plan_id) : json_null());
   json_object_set_new(o, "best_iter_time_s", b ? json_real(b->cm.iter_time_s) : json_null());
   if (b && b->simulated)
     json_object_set_new(o, "best_sim_iter_time_s", json_real(b->sim_iter_s));
@@ -825,7 +836,7 @@ int cmd_search(int argc, char **argv) {
   store_scored_plan *sp = to_scored(r.top, r.ntop);
   store_search_summary sum = {r.evaluations, r.feasible, r.pruned, r.units_done, r.complete,
                               r.space_size, r.wall_s, r.lower_bound_s, r.gap, sp, r.ntop};
-  rc = sp ? store_search_finish(x.st, x.run_id, &sum, NULL, &err)
+  rc = sp ? store_search_finish(x.st, x.run_id, &sum, &sm.best_plan_id, &err)
           : pp_err_set(&err, PP_NOMEM, "search: out of memory");
   free_scored(sp, r.ntop);
   if (rc || simulate_top(&a, &m, &c, &prm, cm, &r, &x, &sm, &err)) {

@@ -117,6 +117,7 @@ static void small(int sim) {
   CHECK_EQ(r.status, 0);
   json_t *o = parse(r.out);
   CHECK(o != NULL);
+  long long best_id = o ? jint(o, "best_plan_id") : 0;
   if (o) {
     CHECK_STREQ(jstr(o, "method"), "exhaustive");
     CHECK(jint(o, "evaluations") > 0);
@@ -128,6 +129,12 @@ static void small(int sim) {
     CHECK_EQ(jint(o, "search_run_id"), 1);
     CHECK(json_object_get(o, "lower_bound_s") == NULL); /* global only */
     CHECK_EQ(json_array_size(json_object_get(o, "top")), 5);
+    /* best_plan_id names the chosen plan in the store */
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT text FROM plans WHERE id = %lld", best_id);
+    char *text = tu_sql_text(db, sql);
+    CHECK_STREQ(text, jstr(o, "best"));
+    free(text);
     if (sim) {
       json_t *t0 = json_array_get(json_object_get(o, "top"), 0);
       CHECK(jreal(t0, "sim_iter_time_s") > 0);
@@ -147,13 +154,13 @@ static void small(int sim) {
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE search_run_id IS NULL"), 0);
 
   /* the best plan goes on to Megatron-LM */
-  char *id = tu_sql_text(db, "SELECT best_plan_id FROM search_runs");
+  char id[32];
+  snprintf(id, sizeof id, "%lld", best_id);
   char *ex[] = {bin, "export", "--plan-id", id, "--format", "megatron", "--db", db, NULL};
   tu_exec(ex, &r);
   CHECK_EQ(r.status, 0);
   CHECK_CONTAINS(r.out, "--global-batch-size 64");
   tu_run_free(&r);
-  free(id);
 
   /* text output: the space before the search, the table, the best plan */
   const char *text[] = {"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "16",
@@ -162,7 +169,7 @@ static void small(int sim) {
   CHECK_EQ(r.status, 0);
   CHECK(r.out && strstr(r.out, "space: ") && strstr(r.out, "space: ") < strstr(r.out, "rank"));
   CHECK_CONTAINS(r.out, "search run 2 in ");
-  CHECK_CONTAINS(r.out, "\nbest: tp=");
+  CHECK_CONTAINS(r.out, "\nbest (plan ");
   CHECK_STREQ(r.err, "");
   tu_run_free(&r);
   free(db);
