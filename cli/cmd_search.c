@@ -379,11 +379,15 @@ static void human(double v, char *buf, size_t n) {
 static void on_progress(const search_progress *p, void *vctx) {
   run_ctx *x = vctx;
   if (!x->tty || p->elapsed_s < 1.0) return;
-  char done[32], rate[32], line[256];
+  char done[32], total[40] = "", rate[32], line[256];
   human((double)p->done, done, sizeof done);
+  if (p->total > 0) {
+    total[0] = '/';
+    human((double)p->total, total + 1, sizeof total - 1);
+  }
   human(p->evals_per_s, rate, sizeof rate);
-  int k = snprintf(line, sizeof line, "  units %d/%d  %s evaluations (%s/s)", p->units_done,
-                   p->units, done, rate);
+  int k = snprintf(line, sizeof line, "  units %d/%d  %s%s evaluations (%s/s)", p->units_done,
+                   p->units, done, total, rate);
   if (p->best_s > 0 && k > 0 && (size_t)k < sizeof line)
     k += snprintf(line + k, sizeof line - (size_t)k, "  best %.4f s", p->best_s);
   if (p->bound_s > 0 && k > 0 && (size_t)k < sizeof line)
