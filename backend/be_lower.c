@@ -272,44 +272,75 @@ static void peers(lower *L, be_prog *pg, int nranks) {
   free(is);
 }
 
-int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
-             const be_lower_opts *o, be_plan **out, pp_err *err) {
+int be_lower_model(const spec_model *m, const be_lower_opts *o, spec_model *out, pp_err *err) {
+  int shrink = o && o->shrink > 1 ? o->shrink : 1, layers = o ? o->layers : 0;
+  *out = *m;
+  if (layers > 0 && layers > m->layers)
+    return pp_err_set(err, PP_INPUT, "--layers %d: the model has %d", layers, m->layers);
+  if (shrink_model(out, shrink, err)) return err->code;
+  if (layers > 0) out->layers = layers;
+  if (out->layers != m->layers || shrink > 1) { /* not the model itself */
+    char name[SPEC_NAME_MAX];
+    snprintf(name, sizeof name, "%.*s.l%d.w%d", SPEC_NAME_MAX - 24, m->name, out->layers,
+             shrink);
+    memcpy(out->name, name, sizeof name);
+    if (spec_model_validate(out, err))
+      return pp_err_prefix(err, "reduced model (%d layers, width / %d)", out->layers, shrink);
+  }
+  return PP_OK;
+}
+
+/* 0 when a and b hold the same spec (by canonical JSON), else 1 (also when out of memory). */
+static int differ(char *a, char *b) {
+  int d = !a || !b || strcmp(a, b) != 0;
+  free(a), free(b);
+  return d;
+}
+
+/* The cost model the programs are priced with: o->run_cm (or cm) must be of the model as run
+ * on cm's cluster. */
+static int run_model(cm_model *cm, const be_lower_opts *o, const spec_model *as_run,
+                     cm_model **out, pp_err *err) {
+  *out = o->run_cm ? o->run_cm : cm;
+  const spec_model *rm = cm_model_spec(*out);
+  if (differ(spec_model_json(rm), spec_model_json(as_run)))
+    return pp_err_set(err, PP_INPUT, "backend: the run's cost model is of model %s, not of the "
+                      "model as run, %s (be_lower_model)", rm->name, as_run->name);
+  if (differ(spec_cluster_json(cm_model_cluster(*out)), spec_cluster_json(cm_model_cluster(cm))))
+    return pp_err_set(err, PP_INPUT, "backend: the run's cost model is of another cluster");
+  return PP_OK;
+}
+
+int be_lower(cm_model *cm, const spec_plan *p0, const be_lower_opts *o, be_plan **out,
+             pp_err *err) {
   *out = NULL;
-  be_lower_opts dflt = {0, 1};
+  be_lower_opts dflt = {0, 1, NULL};
   if (!o) o = &dflt;
+  const spec_model *m0 = cm_model_spec(cm);
+  const spec_cluster *c = cm_model_cluster(cm);
   be_plan *bp = calloc(1, sizeof *bp);
   spec_plan p;
   memset(&p, 0, sizeof p);
   spec_layout lay;
   memset(&lay, 0, sizeof lay);
-  cm_model *cm = NULL;
+  cm_model *rcm = NULL;
   spec_step *steps = NULL;
   int rc = bp ? PP_OK : pp_err_set(err, PP_NOMEM, "backend: out of memory");
   if (!rc) {
-    bp->model = *m0;
     bp->layers_full = m0->layers;
     bp->shrink = o->shrink > 1 ? o->shrink : 1;
     bp->dtype = m0->dtype;
-    if (o->layers > 0 && o->layers > m0->layers)
-      rc = pp_err_set(err, PP_INPUT, "--layers %d: the model has %d", o->layers, m0->layers);
+    rc = be_lower_model(m0, o, &bp->model, err);
   }
-  if (!rc) rc = shrink_model(&bp->model, bp->shrink, err);
-  if (!rc && o->layers > 0) bp->model.layers = o->layers;
-  if (!rc && (bp->model.layers != m0->layers || bp->shrink > 1)) { /* not the model itself */
-    char name[SPEC_NAME_MAX];
-    snprintf(name, sizeof name, "%.*s.l%d.w%d", SPEC_NAME_MAX - 24, m0->name, bp->model.layers,
-             bp->shrink);
-    memcpy(bp->model.name, name, sizeof name);
-  }
+  if (!rc) rc = run_model(cm, o, &bp->model, &rcm, err);
   if (!rc) rc = spec_plan_copy(&p, p0, err);
   if (!rc && p.nstages && o->layers > 0) rc = rescale_stages(&p, m0->layers, o->layers, err);
   if (!rc && (o->layers > 0 || bp->shrink > 1) && spec_plan_validate(&p, &bp->model, c, err))
     rc = pp_err_prefix(err, "reduced model (%d layers, width / %d)", bp->model.layers,
                        bp->shrink);
-  if (!rc) rc = cm_model_create(&bp->model, c, NULL, &cm, err);
   if (!rc) rc = spec_layout_build(&p, &bp->model, c->gpus, &lay, err);
   cm_result res;
-  if (!rc) rc = cm_eval(cm, &p, &res, err);
+  if (!rc) rc = cm_eval(rcm, &p, &res, err);
   if (!rc) {
     bp->model_flops = res.model_flops;
     bp->nranks = lay.nslots;
@@ -327,7 +358,7 @@ int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
     for (int k = 0; !rc && k < g->n; k++) g->ranks[k] = lay.slot_of_gpu[lay.groups[i].gpus[k]];
   }
   if (!rc) {
-    lower L = {bp, cm, &lay, &p, err, 0};
+    lower L = {bp, rcm, &lay, &p, err, 0};
     for (int s = 0; s < lay.nslots && !L.rc; s++) program(&L, s, steps);
     for (int s = 0; s < lay.nslots && !L.rc; s++) peers(&L, &bp->progs[s], lay.nslots);
     rc = L.rc;
@@ -335,7 +366,6 @@ int be_lower(const spec_model *m0, const spec_cluster *c, const spec_plan *p0,
   free(steps);
   spec_layout_free(&lay);
   spec_plan_clear(&p);
-  cm_model_destroy(cm);
   if (rc) be_plan_free(bp);
   else *out = bp;
   return rc;

@@ -27,7 +27,7 @@ static int one(const char *model, const char *cluster, int gpus, const char *pla
   if (spec_model_load(model, &m, &err) || spec_cluster_load(cluster, gpus, &c, &err) ||
       spec_plan_parse(plan, &p, &err) || spec_plan_resolve(&p, &m, &c, &err) ||
       cm_model_create(&m, &c, NULL, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
-      sim_run(&m, &c, NULL, &p, NULL, &r, &err)) {
+      sim_run(cm, &p, NULL, &r, &err)) {
     fprintf(stderr, "bench_sim: %s %s %d %s: %s\n", model, cluster, gpus, plan, err.msg);
     return 1;
   }

@@ -54,12 +54,6 @@ json_t *cli_breakdown_json(const cm_breakdown *t);
 int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
              store_score *sc, json_t *breakdown, store_measurement *ms, size_t n,
              size_t *added, pp_err *err);
-/* This process's rank as mpirun/srun tell it before MPI starts (0 when not launched): errors
- * every rank would find are printed by rank 0 only. */
-int cli_launcher_rank(void);
-/* This rank's index among the job's ranks on its node (MPI started; 0 when unknown): the
- * cuda device picks GPU local rank mod visible GPUs (be_gpu_index). */
-int cli_local_rank(void);
 /* For subcommands not implemented yet: -h prints usage and exits 0, anything else
  * says "not implemented yet" and exits 2. */
 int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mpi.h>
-
 #include "cli.h"
 
 int cli_fail(const char *cmd, const pp_err *err) {
@@ -95,25 +93,4 @@ int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const s
   int rc = store_save(db, m, c, p, sc, ms, n, added, err);
   free(bds);
   return rc;
-}
-
-int cli_local_rank(void) {
-  MPI_Comm node;
-  int lr = 0;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-      MPI_SUCCESS) {
-    MPI_Comm_rank(node, &lr);
-    MPI_Comm_free(&node);
-  }
-  return lr;
-}
-
-int cli_launcher_rank(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                     "SLURM_PROCID"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) return atoi(v);
-  }
-  return 0;
 }

@@ -56,22 +56,6 @@ static json_t *canon_obj(char *canon) {
   return o;
 }
 
-static int store_all(const char *path, const spec_model *m, const spec_cluster *c,
-                     const spec_plan *p, int64_t ids[3], pp_err *err) {
-  store *s = NULL;
-  if (store_open(path, NULL, &s, err)) return err->code;
-  if (store_begin(s, err)) goto fail;
-  if (m && store_put_model(s, m, &ids[0], err)) goto fail;
-  if (c && store_put_cluster(s, c, &ids[1], err)) goto fail;
-  if (p && store_put_plan(s, p, &ids[2], err)) goto fail;
-  if (store_commit(s, err)) goto fail;
-  store_close(s);
-  return PP_OK;
-fail:
-  store_close(s); /* rolls back */
-  return err->code;
-}
-
 static int check_one(const check_args *a) {
   pp_err err = {0};
   spec_model m;
@@ -91,8 +75,8 @@ static int check_one(const check_args *a) {
       goto done;
     }
   }
-  if (a->db && store_all(a->db, a->model ? &m : NULL, a->cluster ? &c : NULL,
-                         have_plan ? &p : NULL, ids, &err)) {
+  if (a->db && store_save_specs(a->db, &m, a->model ? 1 : 0, &c, a->cluster ? 1 : 0,
+                                have_plan ? &p : NULL, &ids[0], &ids[1], &ids[2], &err)) {
     rc = cli_fail(CMD, &err);
     goto done;
   }
@@ -218,48 +202,54 @@ static int roundtrip(char *canon, int kind, pp_err *err) {
   return rc;
 }
 
+/* One preset's verdict, as printed. */
+typedef struct preset_row {
+  const char *kind, *name;
+  char hash[SPEC_HASH_LEN];
+  pp_err err;
+} preset_row;
+
+/* Validates preset i (models, then GPUs, then clusters) and its round trip; a valid model or
+ * cluster is added to the ones to store. */
+static void check_preset(size_t i, preset_row *row, spec_model *models, size_t *nmod,
+                         spec_cluster *clusters, size_t *nclu) {
+  size_t nm = spec_model_preset_count(), ng = spec_gpu_preset_count();
+  char *canon;
+  pp_err *err = &row->err;
+  if (i < nm) {
+    const spec_model *m = spec_model_preset(i);
+    row->kind = "model", row->name = m->name, canon = spec_model_json(m);
+    if (!spec_model_validate(m, err) && !roundtrip(spec_model_json(m), 0, err))
+      models[(*nmod)++] = *m;
+  } else if (i < nm + ng) {
+    const spec_gpu *g = spec_gpu_preset(i - nm);
+    row->kind = "gpu", row->name = g->name, canon = spec_gpu_json(g);
+    spec_gpu_validate(g, err);
+  } else {
+    const spec_cluster *c = spec_cluster_preset(i - nm - ng);
+    row->kind = "cluster", row->name = c->name, canon = spec_cluster_json(c);
+    if (!spec_cluster_validate(c, err) && !roundtrip(spec_cluster_json(c), 1, err))
+      clusters[(*nclu)++] = *c;
+  }
+  spec_hash(canon ? canon : "", row->hash);
+  free(canon);
+}
+
 static int check_presets(const check_args *a) {
   pp_err err = {0};
-  int bad = 0;
-  json_t *rows = json_array();
-  store *s = NULL;
-  if (a->db && (store_open(a->db, NULL, &s, &err) || store_begin(s, &err))) {
-    store_close(s);
-    json_decref(rows);
-    return cli_fail(CMD, &err);
-  }
   size_t nm = spec_model_preset_count(), ng = spec_gpu_preset_count(),
-         nc = spec_cluster_preset_count();
+         nc = spec_cluster_preset_count(), nmod = 0, nclu = 0;
+  preset_row *rows = calloc(nm + ng + nc, sizeof *rows);
+  spec_model *models = calloc(nm + 1, sizeof *models);
+  spec_cluster *clusters = calloc(nc + 1, sizeof *clusters);
+  if (!rows || !models || !clusters) {
+    free(rows), free(models), free(clusters);
+    return cli_fail(CMD, &(pp_err){PP_NOMEM, "out of memory"});
+  }
+  int bad = 0, rc = 0;
   for (size_t i = 0; i < nm + ng + nc; i++) {
-    const char *kind, *name;
-    char hash[SPEC_HASH_LEN], *canon;
-    int64_t id = 0;
-    pp_err_clear(&err);
-    if (i < nm) {
-      const spec_model *m = spec_model_preset(i);
-      kind = "model", name = m->name, canon = spec_model_json(m);
-      if (!spec_model_validate(m, &err) && !roundtrip(spec_model_json(m), 0, &err) && s)
-        store_put_model(s, m, &id, &err);
-    } else if (i < nm + ng) {
-      const spec_gpu *g = spec_gpu_preset(i - nm);
-      kind = "gpu", name = g->name, canon = spec_gpu_json(g);
-      spec_gpu_validate(g, &err);
-    } else {
-      const spec_cluster *c = spec_cluster_preset(i - nm - ng);
-      kind = "cluster", name = c->name, canon = spec_cluster_json(c);
-      if (!spec_cluster_validate(c, &err) && !roundtrip(spec_cluster_json(c), 1, &err) && s)
-        store_put_cluster(s, c, &id, &err);
-    }
-    spec_hash(canon ? canon : "", hash);
-    free(canon);
-    bad += err.code != PP_OK;
-    if (a->json)
-      json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:b, s:s}", "kind", kind, "name",
-                                            name, "hash", hash, "ok", err.code == PP_OK, "error",
-                                            err.msg));
-    else
-      printf("%-4s %-7s %-13s %s%s%s\n", err.code ? "FAIL" : "ok", kind, name, hash,
-             err.code ? "  " : "", err.msg);
+    check_preset(i, &rows[i], models, &nmod, clusters, &nclu);
+    bad += rows[i].err.code != PP_OK;
   }
   /* every model on every cluster: dtype and GPU compatibility */
   for (size_t i = 0; i < nm; i++)
@@ -270,29 +260,34 @@ static int check_presets(const check_args *a) {
         fprintf(stderr, "podplan check: %s\n", err.msg);
       }
     }
-  int rc = 0;
-  if (s) {
-    if (bad) {
-      store_rollback(s);
-    } else if (store_commit(s, &err)) {
-      rc = cli_fail(CMD, &err);
-    }
-    store_close(s);
-  }
+  /* stored only when every preset is valid; nothing printed when the store fails */
+  if (a->db && !bad &&
+      store_save_specs(a->db, models, nmod, clusters, nclu, NULL, NULL, NULL, NULL, &err))
+    rc = cli_fail(CMD, &err);
+  if (rc) goto done;
   if (a->json) {
-    json_t *root = json_pack("{s:o, s:i, s:i, s:i, s:i}", "presets", rows, "models", (int)nm,
+    json_t *jr = json_array();
+    for (size_t i = 0; i < nm + ng + nc; i++)
+      json_array_append_new(jr, json_pack("{s:s, s:s, s:s, s:b, s:s}", "kind", rows[i].kind,
+                                          "name", rows[i].name, "hash", rows[i].hash, "ok",
+                                          rows[i].err.code == PP_OK, "error", rows[i].err.msg));
+    json_t *root = json_pack("{s:o, s:i, s:i, s:i, s:i}", "presets", jr, "models", (int)nm,
                              "gpus", (int)ng, "clusters", (int)nc, "failed", bad);
-    if (a->db) json_object_set_new(root, "stored", json_boolean(!bad && !rc));
+    if (a->db) json_object_set_new(root, "stored", json_boolean(!bad));
     json_dumpf(root, stdout, JSON_INDENT(1));
     putchar('\n');
     json_decref(root);
   } else {
-    json_decref(rows);
+    for (size_t i = 0; i < nm + ng + nc; i++)
+      printf("%-4s %-7s %-13s %s%s%s\n", rows[i].err.code ? "FAIL" : "ok", rows[i].kind,
+             rows[i].name, rows[i].hash, rows[i].err.code ? "  " : "", rows[i].err.msg);
     printf("%zu models, %zu GPUs, %zu clusters, %zu model-cluster pairs: %s\n", nm, ng, nc,
            nm * nc, bad ? "FAILURES above" : "all valid, canonical JSON round-trips");
-    if (a->db && !bad && !rc) printf("stored in %s\n", a->db);
+    if (a->db && !bad) printf("stored in %s\n", a->db);
   }
-  if (bad) return 1; /* a preset that fails is a bug in podplan, not bad input */
+  if (bad) rc = 1; /* a preset that fails is a bug in podplan, not bad input */
+done:
+  free(rows), free(models), free(clusters);
   return rc;
 }
 

@@ -29,69 +29,62 @@ static const char usage[] =
 
 static const char *const CMD = "import";
 
-/* One log and what storing it did. */
+/* One log, its rows as measurements and what storing them did. */
 typedef struct imported {
   const char *path;
   tr_nccl_log log;
-  size_t measurements; /* placements with a time, offered to the store */
-  size_t added;        /* of those, rows new to the store */
+  char key[48];        /* run key: nccl-tests:<hash of the file> */
+  char **shape;        /* shape_json of each measurement */
+  store_batch rows;    /* placements with a time, offered to the store; .added: new rows */
 } imported;
+
+static void imported_free(imported *f) {
+  for (size_t i = 0; i < f->rows.n; i++) free(f->shape[i]);
+  free(f->shape), free(f->rows.ms);
+  tr_nccl_log_free(&f->log);
+}
 
 /* The measurements of one log: seq 2i out-of-place and 2i+1 in-place of row i; a placement
  * without a time (0 or N/A) is skipped. */
-static int put_log(store *s, imported *f, int64_t cluster_id, pp_err *err) {
+static int log_rows(imported *f, pp_err *err) {
   const tr_nccl_log *L = &f->log;
-  char key[48];
-  snprintf(key, sizeof key, "nccl-tests:%016" PRIx64, L->hash);
-  store_measurement *m = calloc(2 * L->nrows, sizeof *m);
-  char **shape = calloc(2 * L->nrows, sizeof *shape);
-  size_t n = 0;
-  int rc = PP_OK;
-  if (!m || !shape) goto nomem;
+  snprintf(f->key, sizeof f->key, "nccl-tests:%016" PRIx64, L->hash);
+  store_measurement *m = f->rows.ms = calloc(2 * L->nrows + 1, sizeof *m);
+  f->shape = calloc(2 * L->nrows + 1, sizeof *f->shape);
+  if (!m || !f->shape) return pp_err_set(err, PP_NOMEM, "%s: out of memory", f->path);
   for (size_t i = 0; i < L->nrows; i++) {
     const tr_nccl_row *r = &L->rows[i];
     const tr_nccl_result *p[2] = {&r->out, r->has_in ? &r->in : NULL};
     for (int k = 0; k < 2; k++) {
       if (!p[k] || !(p[k]->time_us > 0)) continue;
+      size_t n = f->rows.n;
       json_t *o = json_pack("{s:I, s:s, s:s, s:i}", "count", (json_int_t)r->count, "type",
                             r->type, "redop", r->redop, "inplace", k);
-      shape[n] = o ? json_dumps(o, JSON_COMPACT) : NULL;
+      f->shape[n] = o ? json_dumps(o, JSON_COMPACT) : NULL;
       json_decref(o);
-      if (!shape[n]) goto nomem;
-      m[n] = (store_measurement){.run_key = key, .seq = (int)(2 * i + (size_t)k), .kind = "coll",
-                                 .name = L->collective, .cluster_id = cluster_id,
-                                 .device = "nccl-tests", .shape_json = shape[n],
-                                 .bytes = (double)r->size_bytes, .ranks = L->ranks,
-                                 .time_s = p[k]->time_us * 1e-6,
+      if (!f->shape[n]) return pp_err_set(err, PP_NOMEM, "%s: out of memory", f->path);
+      m[n] = (store_measurement){.run_key = f->key, .seq = (int)(2 * i + (size_t)k),
+                                 .kind = "coll", .name = L->collective, .device = "nccl-tests",
+                                 .shape_json = f->shape[n], .bytes = (double)r->size_bytes,
+                                 .ranks = L->ranks, .time_s = p[k]->time_us * 1e-6,
                                  .algbw_gbps = p[k]->algbw_gbps > 0 ? p[k]->algbw_gbps : 0,
                                  .busbw_gbps = p[k]->busbw_gbps > 0 ? p[k]->busbw_gbps : 0,
                                  .source = f->path};
-      n++;
+      f->rows.n++;
     }
   }
-  f->measurements = n;
-  rc = store_put_measurements(s, m, n, &f->added, err);
-  goto done;
-nomem:
-  rc = pp_err_set(err, PP_NOMEM, "%s: out of memory", f->path);
-done:
-  for (size_t i = 0; shape && i < 2 * L->nrows; i++) free(shape[i]);
-  free(shape);
-  free(m);
-  return rc;
+  return PP_OK;
 }
 
 /* Stores every log in one transaction (with the cluster when given). */
 static int store_logs(const char *db, const spec_cluster *cl, imported *f, int nfiles,
                       pp_err *err) {
-  store *s = NULL;
-  int64_t cluster_id = 0;
-  int rc = store_open(db, NULL, &s, err);
-  if (!rc) rc = store_begin(s, err);
-  if (!rc && cl) rc = store_put_cluster(s, cl, &cluster_id, err);
-  for (int i = 0; !rc && i < nfiles; i++) rc = put_log(s, &f[i], cluster_id, err);
-  if (!rc) rc = store_commit(s, err);
-  store_close(s); /* rolls back what was not committed */
+  store_batch *b = calloc((size_t)nfiles, sizeof *b);
+  if (!b) return pp_err_set(err, PP_NOMEM, "out of memory");
+  for (int i = 0; i < nfiles; i++) b[i] = f[i].rows;
+  int rc = store_import_measurements(db, cl, b, (size_t)nfiles, err);
+  for (int i = 0; i < nfiles; i++) f[i].rows.added = b[i].added;
+  free(b);
   return rc;
 }
 
@@ -102,7 +95,7 @@ static json_t *log_json(const imported *f, const char *cluster) {
       L->collective, "collective_from", L->collective_from, "ranks", L->ranks, "ranks_from",
       L->ranks_from, "rows", (json_int_t)L->nrows, "max_busbw_gbps", L->max_busbw_gbps,
       "max_algbw_gbps", L->max_algbw_gbps, "truncated", L->truncated, "measurements",
-      (json_int_t)f->measurements, "stored", (json_int_t)f->added);
+      (json_int_t)f->rows.n, "stored", (json_int_t)f->rows.added);
   json_object_set_new(o, "avg_busbw_gbps",
                       L->avg_busbw_gbps >= 0 ? json_real(L->avg_busbw_gbps) : json_null());
   if (cluster) json_object_set_new(o, "cluster", json_string(cluster));
@@ -118,10 +111,9 @@ static void print_text(const imported *f) {
              L->ranks_from);
   printf("%s: %s, %s, %zu rows, max busbw %.1f GB/s, max algbw %.1f GB/s; %zu measurements "
          "stored (%zu already there)", f->path, L->collective, ranks, L->nrows,
-         L->max_busbw_gbps, L->max_algbw_gbps, f->added, f->measurements - f->added);
+         L->max_busbw_gbps, L->max_algbw_gbps, f->rows.added, f->rows.n - f->rows.added);
   size_t placements = L->nrows * (L->nrows && L->rows[0].has_in ? 2 : 1);
-  if (placements > f->measurements)
-    printf("; %zu without a time skipped", placements - f->measurements);
+  if (placements > f->rows.n) printf("; %zu without a time skipped", placements - f->rows.n);
   putchar('\n');
 }
 
@@ -172,11 +164,12 @@ int cmd_import(int argc, char **argv) {
   int rc = 0;
   for (int i = 0; i < nfiles && !rc; i++) {
     f[i].path = argv[optind + 1 + i];
-    if (tr_nccl_parse(f[i].path, &f[i].log, &err)) rc = cli_fail(CMD, &err);
+    if (tr_nccl_parse(f[i].path, &f[i].log, &err) || log_rows(&f[i], &err))
+      rc = cli_fail(CMD, &err);
   }
   if (!rc && store_logs(db, cluster ? &cl : NULL, f, nfiles, &err)) rc = cli_fail(CMD, &err);
   if (!rc) print_results(f, nfiles, json, cluster ? cl.name : NULL);
-  for (int i = 0; i < nfiles; i++) tr_nccl_log_free(&f[i].log);
+  for (int i = 0; i < nfiles; i++) imported_free(&f[i]);
   free(f);
   return rc;
 }

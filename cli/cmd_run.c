@@ -4,7 +4,6 @@
  * input) are printed once, by rank 0; a failing rank prints its own and aborts the job so
  * that no rank hangs. */
 #include <jansson.h>
-#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -136,86 +135,11 @@ static int load(const run_opts *o, spec_model *m, spec_cluster *c, spec_plan *p,
   return PP_OK;
 }
 
-/* ---- results gathered on rank 0 --------------------------------------------------------- */
-
-typedef struct gathered {
-  int nranks, iters;
-  int *nops, *displ;    /* per rank */
-  double *op_s, *start; /* all ranks' ops, concatenated; start has nops + 1 per rank */
-  double *iter_s;       /* [rank * iters + it] */
-  double *job_s;        /* per iteration: the slowest rank's time */
-} gathered;
-
-static void gathered_free(gathered *g) {
-  free(g->nops), free(g->displ), free(g->op_s), free(g->start), free(g->iter_s), free(g->job_s);
-  memset(g, 0, sizeof *g);
-}
-
-/* Gathers every rank's result on rank 0 (collective). */
-static int gather(const be_exec_result *r, int rank, int nranks, gathered *g, pp_err *err) {
-  memset(g, 0, sizeof *g);
-  g->nranks = nranks, g->iters = r->iters;
-  int total = 0, *cnt1 = NULL, *displ1 = NULL, bad = 0;
-  if (rank == 0) {
-    g->nops = malloc((size_t)nranks * sizeof *g->nops);
-    g->displ = malloc((size_t)nranks * sizeof *g->displ);
-    cnt1 = malloc((size_t)nranks * sizeof *cnt1);
-    displ1 = malloc((size_t)nranks * sizeof *displ1);
-    g->iter_s = malloc((size_t)nranks * r->iters * sizeof *g->iter_s);
-    g->job_s = calloc((size_t)r->iters, sizeof *g->job_s);
-    bad = !g->nops || !g->displ || !cnt1 || !displ1 || !g->iter_s || !g->job_s;
-  }
-  MPI_Gather(&r->nops, 1, MPI_INT, g->nops, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (rank == 0 && !bad) {
-    for (int i = 0; i < nranks; i++) {
-      g->displ[i] = total, total += g->nops[i];
-      cnt1[i] = g->nops[i] + 1, displ1[i] = g->displ[i] + i;
-    }
-    g->op_s = malloc(((size_t)total + 1) * sizeof *g->op_s);
-    g->start = malloc(((size_t)total + nranks) * sizeof *g->start);
-    bad = !g->op_s || !g->start;
-  }
-  MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (bad) {
-    free(cnt1), free(displ1);
-    gathered_free(g);
-    return pp_err_set(err, PP_NOMEM, "run: rank 0 cannot hold the results");
-  }
-  MPI_Gatherv(r->op_s, r->nops, MPI_DOUBLE, g->op_s, g->nops, g->displ, MPI_DOUBLE, 0,
-              MPI_COMM_WORLD);
-  MPI_Gatherv(r->op_start, r->nops + 1, MPI_DOUBLE, g->start, cnt1, displ1, MPI_DOUBLE, 0,
-              MPI_COMM_WORLD);
-  MPI_Gather(r->iter_s, r->iters, MPI_DOUBLE, g->iter_s, r->iters, MPI_DOUBLE, 0,
-             MPI_COMM_WORLD);
-  for (int it = 0; rank == 0 && it < r->iters; it++)
-    for (int i = 0; i < nranks; i++)
-      if (g->iter_s[i * r->iters + it] > g->job_s[it]) g->job_s[it] = g->iter_s[i * r->iters + it];
-  free(cnt1), free(displ1);
-  return PP_OK;
-}
-
-/* The job's iteration: the slowest rank's, per timed iteration; mean, min and max. */
-static void iter_stats(const gathered *g, double *mean, double *lo, double *hi, int *slow) {
-  *mean = 0, *lo = 1e300, *hi = 0, *slow = 0;
-  for (int it = 0; it < g->iters; it++) {
-    double t = g->job_s[it];
-    *mean += t / g->iters;
-    if (t < *lo) *lo = t;
-    if (t > *hi) *hi = t;
-  }
-  double worst = -1;
-  for (int r = 0; r < g->nranks; r++) {
-    double s = 0;
-    for (int it = 0; it < g->iters; it++) s += g->iter_s[r * g->iters + it];
-    if (s > worst) worst = s, *slow = r;
-  }
-}
-
 static const char *const meas_kind[BE_NOPKINDS] = {"gemm", "op", "mem", "coll", "p2p", "p2p", "op"};
 
 static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, const spec_plan *p,
-                const gathered *g, double iter, const char *run_key, const double kinds[BE_NEVS],
-                int *stored, pp_err *err) {
+                const be_job_result *g, const cm_result *at, const char *run_key,
+                const double kinds[BE_NEVS], int *stored, pp_err *err) {
   size_t total = 0;
   for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
   store_measurement *ms = calloc(total + (size_t)g->iters, sizeof *ms);
@@ -271,9 +195,8 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
   json_object_update_new(bd, json_pack("{s:s,s:i,s:i,s:i,s:s}", "device", o->device,
                                        "layers_run", bp->model.layers, "shrink", bp->shrink,
                                        "ranks", bp->nranks, "run_key", run_key));
-  double tokens = (double)p->gbs * bp->model.seq_len;
-  store_score sc = {.source = STORE_SRC_BACKEND, .iter_time_s = iter,
-                    .tokens_per_s = tokens / iter, .feasible = 1};
+  store_score sc = {.source = STORE_SRC_BACKEND, .iter_time_s = at->iter_time_s,
+                    .tokens_per_s = at->tokens_per_s, .mfu = at->mfu, .feasible = 1};
   size_t added = 0;
   int rc = cli_save(o->db, &bp->model, c, p, &sc, bd, ms, n, &added, err);
   *stored = (int)added;
@@ -282,8 +205,8 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
   return rc;
 }
 
-static int write_trace(const char *path, const be_plan *bp, const gathered *g, const char *title,
-                       pp_err *err) {
+static int write_trace(const char *path, const be_plan *bp, const be_job_result *g,
+                       const char *title, pp_err *err) {
   size_t total = 0;
   for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
   tr_slice *s = malloc((total + 1) * sizeof *s);
@@ -304,12 +227,17 @@ static int write_trace(const char *path, const be_plan *bp, const gathered *g, c
 
 /* ---- the command ------------------------------------------------------------------------ */
 
-static int report(const run_opts *o, const be_plan *bp, const spec_model *m0,
-                  const spec_cluster *c, const spec_plan *p, const gathered *g, int verified,
-                  pp_err *err) {
+/* rcm: the cost model of the model as run, for the throughput at the measured time. */
+static int report(const run_opts *o, const be_plan *bp, const cm_model *rcm, const spec_model *m0,
+                  const spec_plan *p, const be_job_result *g, pp_err *err) {
+  const spec_cluster *c = cm_model_cluster(rcm);
   double iter, lo, hi;
   int slow;
-  iter_stats(g, &iter, &lo, &hi, &slow);
+  be_job_iter_stats(g, &iter, &lo, &hi, &slow);
+  cm_result at = {.iter_time_s = iter};
+  cm_throughput(rcm, p, iter, &at);
+  /* cm_throughput counts every GPU of the cluster; a non-uniform plan may leave some idle */
+  double tflops = at.model_tflops_per_gpu * ((double)c->gpus / bp->nranks);
   double kinds[BE_NEVS] = {0};
   for (int i = 0; i < g->nops[slow]; i++)
     kinds[bp->progs[slow].ops[i].ev] += g->op_s[g->displ[slow] + i];
@@ -319,17 +247,16 @@ static int report(const run_opts *o, const be_plan *bp, const spec_model *m0,
   snprintf(run_key, sizeof run_key, "run:%s:%s:%ld:%d", hash, o->device, (long)time(NULL),
            (int)getpid());
   int stored = 0;
-  if (save(o, bp, c, p, g, iter, run_key, kinds, &stored, err)) return err->code;
+  if (save(o, bp, c, p, g, &at, run_key, kinds, &stored, err)) return err->code;
   char title[256];
   snprintf(title, sizeof title, "podplan run: %s on %s (%d ranks, %s)", bp->model.name, c->name,
            bp->nranks, o->device);
   if (o->trace && write_trace(o->trace, bp, g, title, err)) return err->code;
-  double tflops = bp->model_flops / iter / bp->nranks / 1e12;
   if (o->json) {
     json_t *out = json_pack("{s:f,s:i,s:s,s:b,s:f,s:f,s:i,s:f,s:f,s:i,s:i,s:i,s:s,s:i}",
                             "iter_time_s", iter, "ranks", bp->nranks, "device", o->device,
-                            "verified", verified, "iter_min_s", lo, "iter_max_s", hi, "iters",
-                            g->iters, "model_flops", bp->model_flops, "tflops_per_rank", tflops,
+                            "verified", g->verified, "iter_min_s", lo, "iter_max_s", hi, "iters",
+                            g->iters, "model_flops", at.model_flops, "tflops_per_rank", tflops,
                             "layers_run", bp->model.layers, "layers_model", bp->layers_full,
                             "shrink", bp->shrink, "run_key", run_key, "measurements", stored);
     json_dumpf(out, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
@@ -346,7 +273,7 @@ static int report(const run_opts *o, const be_plan *bp, const spec_model *m0,
            "vocab %d)\n", bp->model.layers, bp->layers_full, bp->shrink, bp->model.hidden,
            bp->model.heads, bp->model.ffn_hidden, bp->model.vocab);
   printf("  iteration           %.6f s mean of %d (min %.6f, max %.6f)%s\n", iter, g->iters, lo,
-         hi, verified ? "; collectives and messages verified" : "");
+         hi, g->verified ? "; collectives and messages verified" : "");
   printf("  model TFLOP/s       %.4f per rank\n", tflops);
   printf("  slowest rank (%d)   seconds by kind:", slow);
   for (int k = 0; k < BE_NEVS; k++) printf(" %s %.6f", be_ev_name(k), kinds[k]);
@@ -354,6 +281,31 @@ static int report(const run_opts *o, const be_plan *bp, const spec_model *m0,
          o->db, run_key);
   if (o->trace) printf("  trace               %s\n", o->trace);
   return PP_OK;
+}
+
+/* The programs of every rank: *cm is the model's cost model, *rcm the reduced model's when
+ * --layers or --shrink reduce it (NULL otherwise); both the caller's to destroy. */
+static int lower(const run_opts *o, const spec_model *m, const spec_cluster *c,
+                 const spec_plan *p, cm_model **cm, cm_model **rcm, be_plan **bp, pp_err *err) {
+  spec_model mr;
+  be_lower_opts lo = {o->layers, o->shrink, NULL};
+  *cm = *rcm = NULL;
+  if (be_lower_model(m, &lo, &mr, err) || cm_model_create(m, c, NULL, cm, err) ||
+      ((o->layers > 0 || o->shrink > 1) && cm_model_create(&mr, c, NULL, rcm, err)))
+    return err->code;
+  lo.run_cm = *rcm;
+  return be_lower(*cm, p, &lo, bp, err);
+}
+
+/* The job must have as many ranks as the plan. */
+static int job_size_ok(const be_plan *bp, pp_err *err) {
+  int nranks = be_job_size();
+  if (bp->nranks == nranks) return PP_OK;
+  if (!be_job_has_mpi())
+    return pp_err_set(err, PP_USAGE, "the plan uses %d ranks; this build has no MPI "
+                      "(PODPLAN_MPI=OFF) and runs plans of one rank only", bp->nranks);
+  return pp_err_set(err, PP_USAGE, "the plan uses %d ranks; this job has %d (mpirun -n %d "
+                    "podplan run ...)", bp->nranks, nranks, bp->nranks);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -366,49 +318,37 @@ int cmd_run(int argc, char **argv) {
   spec_model m;
   spec_cluster c;
   spec_plan p;
+  cm_model *cm = NULL, *rcm = NULL;
   be_plan *bp = NULL;
   be_dev *d = NULL;
   const be_device *dv = be_device_find(o.device);
   be_exec_result r = {0};
-  gathered g = {0};
-  int rank = cli_launcher_rank(), nranks = 1;
+  be_job_result g = {0};
+  int rank = be_job_launcher_rank();
   if (!dv) {
     pp_err_set(&err, PP_USAGE, "--device: '%s' is not one of this build's devices (%s)",
                o.device, be_device_names());
     return fail_once(rank, &err);
   }
   if (load(&o, &m, &c, &p, &err)) return fail_once(rank, &err);
-  be_lower_opts lo = {o.layers, o.shrink};
-  if (be_lower(&m, &c, &p, &lo, &bp, &err)) {
-    spec_plan_clear(&p);
-    return fail_once(rank, &err);
+  if (lower(&o, &m, &c, &p, &cm, &rcm, &bp, &err)) {
+    rc = fail_once(rank, &err);
+    goto done;
   }
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
-    fprintf(stderr, "podplan run: MPI_Init failed\n");
-    be_plan_free(bp);
-    spec_plan_clear(&p);
-    return 1;
+  if (be_job_init(1, &err)) {
+    rc = cli_fail(CMD, &err);
+    goto done;
   }
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  if (bp->nranks != nranks) {
-#ifdef PODPLAN_MPI1 /* the one-rank stand-in for MPI (backend/mpi1) */
-    pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this build has no MPI (PODPLAN_MPI=OFF) "
-               "and runs plans of one rank only", bp->nranks);
-#else
-    pp_err_set(&err, PP_USAGE, "the plan uses %d ranks; this job has %d (mpirun -n %d podplan "
-               "run ...)", bp->nranks, nranks, bp->nranks);
-#endif
+  rank = be_job_rank();
+  if (job_size_ok(bp, &err)) {
     rc = fail_once(rank, &err);
     goto cleanup;
   }
-  MPI_Comm world = MPI_COMM_WORLD;
-  be_dev_cfg cfg = {rank, nranks, &world, bp->groups, bp->ngroups, bp->model.dtype,
-                    bp->max_gemm_elems, bp->max_attn_elems, bp->max_msg_bytes, o.timeout_s,
-                    cli_local_rank(), bp->progs[rank].peers, bp->progs[rank].npeers};
-  if (dv->open(&cfg, &d, &err)) goto device_failed;
+  be_dev_cfg cfg = {.groups = bp->groups, .ngroups = bp->ngroups, .dtype = bp->model.dtype,
+                    .max_gemm_elems = bp->max_gemm_elems, .max_attn_elems = bp->max_attn_elems,
+                    .max_msg_bytes = bp->max_msg_bytes, .timeout_s = o.timeout_s,
+                    .peers = bp->progs[rank].peers, .npeers = bp->progs[rank].npeers};
+  if (be_job_open(dv, &cfg, &d, &err)) goto device_failed;
   if (rank == o.inject_rank) {
     fprintf(stderr, "podplan run: rank %d: %s on purpose (--inject)\n", rank,
             o.inject_hang ? "stops answering" : "exits");
@@ -419,28 +359,27 @@ int cmd_run(int argc, char **argv) {
   if (be_exec(dv, d, &bp->progs[rank], &eo, &r, &err)) goto device_failed;
   dv->close(d, 0);
   d = NULL;
-  if (gather(&r, rank, nranks, &g, &err)) {
+  if (be_job_gather(&r, &g, &err)) {
     rc = fail_once(rank, &err);
     goto cleanup;
   }
-  int verified = r.verified, all = 0;
-  MPI_Reduce(&verified, &all, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
   rc = 0;
-  if (rank == 0 && report(&o, bp, &m, &c, &p, &g, all, &err)) rc = cli_fail(CMD, &err);
+  if (rank == 0 && report(&o, bp, rcm ? rcm : cm, &m, &p, &g, &err)) rc = cli_fail(CMD, &err);
   goto cleanup;
 
 device_failed:
   /* this rank's own failure: say so, then take the job down so no peer waits forever */
   cli_fail(CMD, &err);
   if (d) dv->close(d, 1);
-  fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  rc = 1;
+  be_job_abort(1);
 cleanup:
   be_exec_result_clear(&r);
-  gathered_free(&g);
+  be_job_result_clear(&g);
+  be_job_finalize();
+done:
   be_plan_free(bp);
+  cm_model_destroy(rcm);
+  cm_model_destroy(cm);
   spec_plan_clear(&p);
-  MPI_Finalize();
   return rc;
 }

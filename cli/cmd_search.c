@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include "cli.h"
+#include "podplan/be.h"
 #include "podplan/search.h"
 #include "podplan/sim.h"
 #include "podplan/store.h"
@@ -536,9 +537,8 @@ typedef struct simmed {
 } simmed;
 
 /* Re-scores the best K with the simulator and stores the scores. */
-static int simulate_top(const args *a, const spec_model *m, const spec_cluster *c,
-                        const cm_params *prm, cm_model *cm, search_result *r, run_ctx *x,
-                        simmed *sm, pp_err *err) {
+static int simulate_top(const args *a, cm_model *cm, search_result *r, run_ctx *x, simmed *sm,
+                        pp_err *err) {
   int k = a->simulate < r->ntop ? a->simulate : r->ntop;
   sm->n = 0;
   sm->chosen = 0;
@@ -553,7 +553,7 @@ static int simulate_top(const args *a, const spec_model *m, const spec_cluster *
     search_entry *e = &r->top[i];
     sim_result sr;
     memset(&sr, 0, sizeof sr);
-    if (sim_run(m, c, prm, &e->plan, &so, &sr, err)) {
+    if (sim_run(cm, &e->plan, &so, &sr, err)) {
       sim_result_clear(&sr);
       free(ids);
       return pp_err_prefix(err, "simulating plan %d of %d", i + 1, k);
@@ -720,7 +720,7 @@ int cmd_search(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc < 0 ? 0 : rc;
   /* until MPI starts, errors every rank finds alike are printed by the first one only */
-  const job pre = {0, cli_launcher_rank(), 1};
+  const job pre = {0, be_job_launcher_rank(), 1};
   pp_err err = {0};
   search_method method;
   if (search_method_parse(a.method_name, &method, &err)) return fail(&pre, &err, 0);
@@ -843,7 +843,7 @@ int cmd_search(int argc, char **argv) {
   rc = sp ? store_search_finish(x.st, x.run_id, &sum, &sm.best_plan_id, &err)
           : pp_err_set(&err, PP_NOMEM, "search: out of memory");
   free_scored(sp, r.ntop);
-  if (rc || simulate_top(&a, &m, &c, &prm, cm, &r, &x, &sm, &err)) {
+  if (rc || simulate_top(&a, cm, &r, &x, &sm, &err)) {
     status = fail(&j, &err, 0);
     goto done;
   }

@@ -125,7 +125,7 @@ int cmd_simulate(int argc, char **argv) {
   sim_opts o = {fid, platform, trace != NULL};
   if ((params && cm_params_apply(&prm, params, &err)) ||
       cm_model_create(&m, &cl, &prm, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
-      sim_run(&m, &cl, &prm, &p, &o, &r, &err)) {
+      sim_run(cm, &p, &o, &r, &err)) {
     rc = cli_fail(CMD, &err);
     goto done;
   }

@@ -53,6 +53,8 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->pp_p2p_per_mb = 2;
 }
 
+const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
+const spec_cluster *cm_model_cluster(const cm_model *cm) { return &cm->c; }
 const cm_params *cm_model_params(const cm_model *cm) { return &cm->p; }
 
 int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params *p,
@@ -424,8 +426,29 @@ double cm_stage_p2p(const cm_model *cm, const int *a, int na, int tp_a, const in
   return cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
 }
 
-const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
-const spec_cluster *cm_model_cluster(const cm_model *cm) { return &cm->c; }
+/* What a rank adds after its last backward: the gradient reduction (red) not hidden by the
+ * backward it overlaps with (its own and, as `slack`, the later-finishing ranks'), the
+ * distributed optimizer's gather (gat) when not overlapped, and the optimizer step. */
+static void rank_tail(const cm_model *cm, const rank_cost *r, int zero, double red, double gat,
+                      double slack, double *dp_exp, double *opt) {
+  if (zero >= 3) red = gat = 0; /* already paid per microbatch */
+  double hide = slack + (cm->p.overlap_grad_reduce ? r->bwd : 0);
+  *dp_exp = fmax(0, red - hide) + (cm->p.overlap_param_gather ? 0 : gat);
+  /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
+  double D = (double)r->co->cfg.dp * r->co->cfg.cp, E = D / r->co->cfg.ep;
+  double shard = zero >= 1 ? r->params / D + r->expert_params / E : r->params + r->expert_params;
+  *opt = cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * shard);
+}
+
+double cm_stage_tail(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
+                     int zero, double slack_s) {
+  rank_cost r = {.co = s};
+  add_chunk(cm, s, layers, first, last, &r);
+  double red, gat, dp_exp, opt;
+  dp_times(cm, &r, zero >= 3 ? 1 : zero, &red, &gat);
+  rank_tail(cm, &r, zero, red, gat, slack_s, &dp_exp, &opt);
+  return dp_exp + opt;
+}
 
 #define MAX_STACK_RANKS 256
 
@@ -557,13 +580,8 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
       if (nmemo < 8)
         memo[nmemo++] = (struct dp_memo){r->co, r->params, r->expert_params, red, gat};
     }
-    if (zero >= 3) red = gat = 0; /* already paid per microbatch */
-    double hide = slack + (cm->p.overlap_grad_reduce ? r->bwd : 0);
-    double dp_exp = fmax(0, red - hide) + (cm->p.overlap_param_gather ? 0 : gat);
-    /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
-    double D = (double)r->co->cfg.dp * r->co->cfg.cp, E = D / r->co->cfg.ep;
-    double shard = zero >= 1 ? r->params / D + r->expert_params / E : r->params + r->expert_params;
-    double opt = cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * shard);
+    double dp_exp, opt;
+    rank_tail(cm, r, zero, red, gat, slack, &dp_exp, &opt);
     if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
     slack += r->bwd;
   }

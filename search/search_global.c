@@ -15,20 +15,25 @@
  * also the incumbent every other unit prunes against, so that no unit depends on another's
  * timing). Units 1.. are one (microbatch count m, sp, zero) each: a DP on stage costs.
  *
- * Why the bound holds. For a non-uniform 1F1B plan, cm_eval charges
+ * Why the bound holds. For a non-uniform 1F1B plan of P stages, cm_eval charges
  *     T = sum_i t_i + (m - 1) max_i t_i + p2p + tail,
  * where t_i is the stage's time per microbatch, computed from the stage alone
- * (cm_stage_time: the stage's layers, its embedding or head, its groups placed on its own
- * GPUs: nothing depends on the other stages), p2p >= 0, and tail is the largest over stages
- * of (exposed DP reduction + optimizer step) >= the optimizer step of the GPU holding the
- * largest optimizer shard >= cm_optimizer_time(total parameters / N) (each parameter's
- * optimizer state sits on at least one GPU of at most N, and the step time grows with the
- * shard). A stage fits iff cm_stage_memory with min(stages from it to the end, m) in-flight
- * microbatches fits; memory and time are linear in the layer count (cm.h), so the DP uses the
- * exact per-layer coefficients. For a fixed t_max the DP F(r, k, d) = least sum of stage
- * times of r stages covering layers [k, K) from GPU d with every t_i <= t_max is exact over
- * the space. For every plan whose max_i t_i lies in [a, b],
- *     T >= F(b) + (m - 1) a + tail_lb,
+ * (cm_stage_time: its layers, its embedding or head, its groups placed on its own GPUs:
+ * nothing depends on the other stages);
+ *   p2p = pp_p2p_per_mb (m + P - 2) max_i p2p_i >= pp_p2p_per_mb ((m - 1) p2p_lb + sum_i p2p_i)
+ * (P - 1 boundaries, each at most the max; p2p_lb the least transfer of any boundary), and
+ * each p2p_i is at least the least transfer from stage i's block to any block that may follow
+ * it (p2p_bound); tail = max over stages of what cm_stage_tail charges >= the first stage's
+ * own (with nothing to hide behind but its own backward, cm_stage_tail(..., 0)), and also
+ * >= cm_optimizer_time(total parameters / N) (every parameter's optimizer state sits on one
+ * of at most N GPUs, and the step time grows with the shard). A stage fits iff
+ * cm_stage_memory with min(stages from it to the end, m) microbatches in flight fits; time
+ * and memory are linear in the layer count (cm.h), so the DP uses exact per-layer
+ * coefficients. For a fixed t_max, the DP F(r, k, d) = least sum, over r stages covering
+ * layers [k, K) from GPU d with every t_i <= t_max, of t_i plus the boundary terms (and, for
+ * the first stage, the tail term) is exact over the space, and is a lower bound of the
+ * corresponding part of T. For every plan whose max_i t_i lies in [a, b],
+ *     T >= F(b) + (m - 1) a   (+ pp_p2p_per_mb (m - 1) p2p_lb when P >= 2),
  * because the plan is a candidate of the DP at b. The unit splits [a0, b0] into such
  * intervals (branch and bound on t_max): a0 = K * min over stage types of (GPUs * time per
  * layer) / N (the sum over stages of GPUs * t_i is at least that, and at most N t_max); b0 is
@@ -37,8 +42,9 @@
  * [t', t] (F(t') = F(t)). The unit's bound is the least of its intervals' bounds; the run's
  * bound is the least over units, and the uniform space's own optimum is its exact bound.
  * The DP's plans (the best per stage count at each t_max tried) are scored by cm_eval: they
- * are the upper bounds; gap = (best - bound) / bound. Omitted from the bound, so only
- * loosening it: stage-to-stage transfers and the exposed DP reduction. */
+ * are the upper bounds; gap = (best - bound) / bound. Left out of the bound (so only
+ * loosening it): the exposed DP reduction of stages after the first, and how much the
+ * slowest boundary exceeds the others. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,7 +55,7 @@
 
 #define SUBNODE_MAX_NODES 8  /* blocks inside a node on clusters of at most this many nodes */
 #define ALL_COUNTS_NODES 32  /* every node count up to this many nodes */
-#define EVAL_PER_SOLVE 3     /* DP plans scored by cm_eval per t_max tried (best stage counts) */
+#define EVAL_PER_SOLVE 8     /* DP plans scored by cm_eval per t_max tried (best stage counts) */
 
 typedef struct gl_state {
   search_uspace *u;
@@ -164,18 +170,26 @@ typedef struct gtype {
   double mb[4];   /* memory without layers and activations, GiB [first + 2 * last] */
   double ml;      /* memory per layer without activations, GiB */
   double ma;      /* activations per layer per in-flight microbatch, GiB */
+  double *tail0;  /* blocks at GPU 0: [c] the tail this block charges as the first stage
+                     with c layers (cm_stage_tail, nothing later to hide behind); else NULL */
 } gtype;
 
 typedef struct gtab {
   gtype *t;
   int n, cap;
   int *first, *count; /* [size index * period + class]: types of that block */
+  double *bnd;        /* [slot]: the least transfer from that block to any next one, times
+                         pp_p2p_per_mb (what each boundary adds to the bound: see p2p_bound) */
+  int K;
 } gtab;
 
-static int dominated(const gtype *a, const gtype *b) { /* b at least as good as a everywhere */
+/* b at least as good as a everywhere (time, memory, and as a first stage its tail) */
+static int dominated(const gtype *a, const gtype *b, int K) {
   if (b->l > a->l || b->ml > a->ml || b->ma > a->ma) return 0;
   for (int q = 0; q < 4; q++)
     if (b->x[q] > a->x[q] || b->mb[q] > a->mb[q]) return 0;
+  for (int c = 1; a->tail0 && c <= K; c++)
+    if (b->tail0[c] > a->tail0[c]) return 0;
   return 1;
 }
 
@@ -192,14 +206,20 @@ static int valid_cfg(const search__run *run, int tp, int cp, int ep, int dp, int
   return dp % ep == 0;
 }
 
-static int add_type(gtab *T, const gtype *g, int *count, pp_err *err) {
+static int add_type(gtab *T, gtype *g, int *count, pp_err *err) {
   gtype *base = T->t + T->n - *count;
   for (int i = 0; i < *count; i++)
-    if (dominated(g, &base[i])) return PP_OK;
+    if (dominated(g, &base[i], T->K)) {
+      free(g->tail0);
+      return PP_OK;
+    }
   /* drop those the new one dominates */
   int w = 0;
   for (int i = 0; i < *count; i++)
-    if (!dominated(&base[i], g)) base[w++] = base[i];
+    if (!dominated(&base[i], g, T->K))
+      base[w++] = base[i];
+    else
+      free(base[i].tail0);
   T->n -= *count - w;
   *count = w;
   if (T->n == T->cap) {
@@ -248,6 +268,15 @@ static int block_types(search__unit *u, int S, int d, int samples, int sp, int z
           cm_stage_memory(u->cm, &co, 1, 0, 0, zero, 1, &m1a);
           g.ml = m1.total_gib - g.mb[0];
           g.ma = m1a.total_gib - m1.total_gib;
+          if (d == 0) {
+            int K = u->run->m.layers;
+            if (!(g.tail0 = malloc((size_t)(K + 1) * sizeof *g.tail0))) {
+              rc = pp_err_set(err, PP_NOMEM, "search: out of memory");
+              break;
+            }
+            for (int cc = 1; cc <= K; cc++)
+              g.tail0[cc] = cm_stage_tail(u->cm, &co, cc, 1, cc == K, zero, 0);
+          }
           rc = add_type(T, &g, count, err);
         }
       }
@@ -277,6 +306,7 @@ static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, 
   T->count = calloc(slots, sizeof *T->count);
   if (!T->first || !T->count) return pp_err_set(err, PP_NOMEM, "search: out of memory");
   for (size_t i = 0; i < slots; i++) T->first[i] = -1;
+  T->K = u->run->m.layers;
   const spec_cluster *c = &u->run->c;
   for (int z = 0; z < s->nsizes; z++)
     for (int d = 0; d < c->gpus && d < s->period; d++) {
@@ -291,7 +321,8 @@ static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, 
 }
 
 static void free_types(gtab *T) {
-  free(T->t), free(T->first), free(T->count);
+  for (int i = 0; i < T->n; i++) free(T->t[i].tail0);
+  free(T->t), free(T->first), free(T->count), free(T->bnd);
   memset(T, 0, sizeof *T);
 }
 
@@ -301,6 +332,7 @@ typedef struct gdp {
   int K, R, D;        /* layers, most stages, positions (0 .. D) */
   int m;              /* microbatches */
   double hbm;         /* GiB */
+  double tail_lb;     /* the tail's static bound (the first stage's own tail when larger) */
   double *G;          /* [(r * (D + 1) + p) * (K + 1) + k]: least sum, INFINITY: none */
   int32_t *ty;        /* chosen type */
   int16_t *nk;        /* next stage's first layer */
@@ -331,7 +363,7 @@ static void set(gdp *D, size_t at, double t, int tix, int nk) {
 /* Middle stage of type g (index tix) from position p: for every k in [klo, khi], the best
  * next first layer k' in [k + 1, min(k + C, hi_lim)] by a sliding-window minimum of
  * G(r - 1, k', pn) + k' l (k descending, so the window slides down). */
-static void window(gdp *D, const gtype *g, int tix, int C, int r, int p, int pn) {
+static void window(gdp *D, const gtype *g, int tix, int C, int r, int p, int pn, double bnd) {
   const double *nx = D->G + IDX(D, r - 1, 0, pn);
   double *out = D->G + IDX(D, r, 0, p);
   size_t base = IDX(D, r, 0, p);
@@ -339,7 +371,7 @@ static void window(gdp *D, const gtype *g, int tix, int C, int r, int p, int pn)
   int hi_lim = D->K - (r - 1) < hi ? D->K - (r - 1) : hi;
   int khi = hi_lim - 1, klo = lo - C > 1 ? lo - C : 1;
   int *dq = D->dq, head = 0, tail = 0, next_add = hi_lim;
-  double *dv = D->dv, l = g->l, x = g->x[0];
+  double *dv = D->dv, l = g->l, x = g->x[0] + bnd;
   for (int k = khi; k >= klo; k--) {
     for (; next_add >= k + 1; next_add--) {
       double hv = nx[next_add];
@@ -382,16 +414,21 @@ static void dp_solve(const gl_state *s, const spec_cluster *c, const gtab *T, gd
             for (int k = (p == 0 ? 0 : 1); k < (p == 0 ? 1 : K); k++) {
               int q = (k == 0) + 2;
               if (max_layers(g, q, tmax, D->hbm, f) < K - k) continue;
-              set(D, IDX(D, 1, k, p), (K - k) * g->l + g->x[q], tix, K);
+              double t = (K - k) * g->l + g->x[q];
+              if (k == 0) t += fmax(g->tail0[K], D->tail_lb); /* the whole plan: its tail */
+              set(D, IDX(D, 1, k, p), t, tix, K);
             }
           } else if (p == 0) { /* the first stage (k = 0, only at position 0) */
             int C = max_layers(g, 1, tmax, D->hbm, f);
             const double *nx = D->G + IDX(D, r - 1, 0, pn);
             for (int cc = 1; cc <= C && cc <= K - (r - 1); cc++)
-              if (nx[cc] < INFINITY) set(D, IDX(D, r, 0, 0), cc * g->l + g->x[1] + nx[cc], tix, cc);
+              if (nx[cc] < INFINITY)
+                set(D, IDX(D, r, 0, 0),
+                    cc * g->l + g->x[1] + T->bnd[slot] + fmax(g->tail0[cc], D->tail_lb) + nx[cc],
+                    tix, cc);
           } else {
             int C = max_layers(g, 0, tmax, D->hbm, f);
-            if (C >= 1) window(D, g, tix, C, r, p, pn);
+            if (C >= 1) window(D, g, tix, C, r, p, pn, T->bnd[slot]);
           }
         }
       }
@@ -457,7 +494,7 @@ static int score_solve(gunit *g, double *best_obj, double *best_tmax, double *Gm
   for (int r = 1; r <= D->R; r++) {
     double G = D->G[IDX(D, r, 0, 0)];
     if (G == INFINITY) continue;
-    if (r > 1) G += per_mb * (g->m + r - 2) * g->p2p_lb; /* transfers: see p2p_bound */
+    if (r > 1) G += per_mb * (g->m - 1) * g->p2p_lb; /* transfers: see p2p_bound */
     if (G < *Gmin) *Gmin = G;
     int n;
     double tm = rebuild(g, r, &n);
@@ -515,31 +552,43 @@ static void dp_free(gunit *g) {
   free_types(&g->T);
 }
 
-/* The least transfer any stage boundary of the space can cost: over every pair of blocks
- * that may follow each other (the sender's tp at 1: with pp_scatter_gather off the bytes
- * grow with it, with it on they do not depend on it). cm_eval charges pp_p2p_per_mb of the
- * slowest boundary for each of m + P - 2 steps, so a plan of P >= 2 stages pays at least
- * pp_p2p_per_mb * (m + P - 2) * this. */
+/* Stage-to-stage transfers in the bound. cm_eval charges pp_p2p_per_mb * (m + P - 2) * the
+ * slowest boundary's transfer; since (P - 1) * max >= the sum over the P - 1 boundaries,
+ *     p2p >= pp_p2p_per_mb * ((m - 1) * least boundary + sum over boundaries),
+ * and each boundary costs at least the least transfer from its sending block to any block
+ * that may follow it (the sender's tp at 1: with pp_scatter_gather off the bytes grow with
+ * it, with it on they do not depend on it). The DP adds bnd[slot] for every stage that has a
+ * next one; the root adds the (m - 1) term (p2p_lb) for plans of two or more stages. */
 static int p2p_bound(gunit *g, pp_err *err) {
   const gl_state *s = g->s;
   const spec_cluster *c = &g->u->run->c;
+  double per_mb = cm_model_params(g->u->cm)->pp_p2p_per_mb;
+  size_t slots = (size_t)s->nsizes * (size_t)s->period;
   int *ids = malloc((size_t)2 * c->gpus * sizeof *ids);
-  if (!ids) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  g->T.bnd = malloc(slots * sizeof *g->T.bnd);
+  if (!ids || !g->T.bnd) {
+    free(ids);
+    return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  }
   for (int i = 0; i < 2 * c->gpus; i++) ids[i] = i % c->gpus;
-  double best = INFINITY;
+  double least = INFINITY;
   for (int za = 0; za < s->nsizes; za++)
     for (int d = 0; d < s->period && d < c->gpus; d++) {
+      size_t slot = (size_t)za * s->period + (size_t)d;
       int Sa = s->sizes[za];
-      if (!fits_at(s, c, Sa, d)) continue;
-      for (int zb = 0; zb < s->nsizes; zb++) {
-        int Sb = s->sizes[zb];
-        if (!fits_at(s, c, Sb, d + Sa)) continue;
-        double t = cm_stage_p2p(g->u->cm, ids + d, Sa, 1, ids + d + Sa, Sb, g->samples);
-        if (t < best) best = t;
-      }
+      double best = INFINITY;
+      if (fits_at(s, c, Sa, d))
+        for (int zb = 0; zb < s->nsizes; zb++) {
+          int Sb = s->sizes[zb];
+          if (!fits_at(s, c, Sb, d + Sa)) continue;
+          double t = cm_stage_p2p(g->u->cm, ids + d, Sa, 1, ids + d + Sa, Sb, g->samples);
+          if (t < best) best = t;
+        }
+      g->T.bnd[slot] = best < INFINITY ? per_mb * best : 0;
+      if (best < least) least = best;
     }
   free(ids);
-  g->p2p_lb = best < INFINITY ? best : 0;
+  g->p2p_lb = least < INFINITY ? least : 0;
   return PP_OK;
 }
 
@@ -576,6 +625,7 @@ static int bnb(gunit *g, pp_err *err) {
     return PP_OK;
   }
   if (dp_alloc(g, err)) return err->code;
+  g->D.tail_lb = g->tail_lb;
   dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY);
   if (score_solve(g, &obj, &tm, &Gm, err)) return err->code;
   if (obj == INFINITY) { /* nothing fits */
@@ -596,7 +646,7 @@ static int bnb(gunit *g, pp_err *err) {
     }
     double best_real = u->top.n ? u->top.e[0].cm.iter_time_s : INFINITY;
     double target = best_real < g->s->incumbent ? best_real : g->s->incumbent;
-    double lb_now = (blb < resolved ? blb : resolved) + g->tail_lb;
+    double lb_now = blb < resolved ? blb : resolved; /* the tail is inside G */
     u->bound_s = lb_now;
     if (bi < 0 || lb_now * stop_gap >= target) break;
     if (search__expired(run)) {
@@ -611,7 +661,7 @@ static int bnb(gunit *g, pp_err *err) {
     }
     /* split where the interval's bound would reach the stopping point (then one solve that
      * finds no plan within it closes the interval), else in the middle */
-    double crit = (target / stop_gap - g->tail_lb - I.Gb) / (g->m - 1 > 0 ? g->m - 1 : 1);
+    double crit = (target / stop_gap - I.Gb) / (g->m - 1 > 0 ? g->m - 1 : 1);
     double mid = crit > I.a && crit < I.b ? crit : 0.5 * (I.a + I.b);
     dp_solve(g->s, &run->c, &g->T, &g->D, mid);
     if (score_solve(g, &obj, &tm, &Gm, err)) {

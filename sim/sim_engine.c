@@ -432,11 +432,10 @@ static int has_work(const sim__world *w) {
   return 0;
 }
 
-static int world_init(sim__world *w, const spec_model *m, const spec_cluster *c,
-                      const cm_params *p, sim_fidelity fid, int ngpu, pp_err *err) {
+static int world_init(sim__world *w, cm_model *cm, sim_fidelity fid, int ngpu, pp_err *err) {
   memset(w, 0, sizeof *w);
-  if (cm_model_create(m, c, p, &w->cm, err)) return err->code;
-  sim__topo_init(&w->topo, c, w->cm);
+  w->cm = cm;
+  sim__topo_init(&w->topo, cm_model_cluster(cm), cm);
   w->fidelity = fid;
   w->ngpu = ngpu;
   w->prog = calloc((size_t)ngpu, sizeof *w->prog);
@@ -444,16 +443,15 @@ static int world_init(sim__world *w, const spec_model *m, const spec_cluster *c,
   return PP_OK;
 }
 
-int sim_run(const spec_model *m, const spec_cluster *c, const cm_params *p, const spec_plan *plan,
-            const sim_opts *o, sim_result *out, pp_err *err) {
+int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *out,
+            pp_err *err) {
   sim_opts dflt = {SIM_FAST, NULL, 0};
   if (!o) o = &dflt;
   memset(out, 0, sizeof *out);
+  const spec_model *m = cm_model_spec(cm);
   sim__world w;
-  spec_cluster cc = *c;
-  int rc = world_init(&w, m, &cc, p, o->fidelity, c->gpus, err);
+  int rc = world_init(&w, cm, o->fidelity, cm_model_cluster(cm)->gpus, err);
   if (!rc) {
-    w.topo.c = &cc;
     w.want_events = o->events;
     rc = sim__lower(&w, m, plan, err);
   }
@@ -465,18 +463,14 @@ int sim_run(const spec_model *m, const spec_cluster *c, const cm_params *p, cons
   return rc;
 }
 
-int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *jobs, int njobs,
-                    sim_fidelity f, pp_err *err) {
-  spec_model m;
-  int rc = spec_model_load("gpt3-175b", &m, err); /* any model: collectives need none */
-  if (rc) return rc;
+int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f, pp_err *err) {
+  const spec_cluster *c = cm_model_cluster(cm);
   sim__world w;
-  spec_cluster cc = *c;
-  if ((rc = world_init(&w, &m, &cc, p, f, c->gpus, err))) {
+  int rc = world_init(&w, cm, f, c->gpus, err);
+  if (rc) {
     sim__world_free(&w);
     return rc;
   }
-  w.topo.c = &cc;
   /* every member of every job is its own actor: jobs sharing a GPU run at the same time */
   int actors = 0;
   for (int j = 0; j < njobs; j++) actors += jobs[j].n;

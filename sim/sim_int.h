@@ -107,7 +107,7 @@ typedef struct sim__prog {
 
 typedef struct sim__world {
   sim__topo topo;
-  cm_model *cm;
+  cm_model *cm;       /* the caller's cost model (borrowed: its caches fill as we lower) */
   int ngpu;           /* programs (one per GPU in an iteration) */
   sim__prog *prog;    /* ngpu programs */
   int *host_of;       /* host (GPU) each program runs on; NULL: program i on GPU i */

@@ -16,20 +16,19 @@ static const sim_module *load(pp_err *err) {
   return t;
 }
 
-int sim_run(const spec_model *m, const spec_cluster *c, const cm_params *p, const spec_plan *plan,
-            const sim_opts *o, sim_result *out, pp_err *err) {
+int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *out,
+            pp_err *err) {
   const sim_module *s = load(err);
   if (!s) {
     memset(out, 0, sizeof *out);
     return err->code;
   }
-  return s->run(m, c, p, plan, o, out, err);
+  return s->run(cm, plan, o, out, err);
 }
 
-int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *jobs, int njobs,
-                    sim_fidelity f, pp_err *err) {
+int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f, pp_err *err) {
   const sim_module *s = load(err);
-  return s ? s->collectives(c, p, jobs, njobs, f, err) : err->code;
+  return s ? s->collectives(cm, jobs, njobs, f, err) : err->code;
 }
 
 void sim_result_clear(sim_result *r) {

@@ -9,10 +9,9 @@
 
 typedef struct sim_module {
   pp_mod_head head; /* {PODPLAN_VERSION, sizeof(sim_module)} */
-  int (*run)(const spec_model *m, const spec_cluster *c, const cm_params *p,
-             const spec_plan *plan, const sim_opts *o, sim_result *out, pp_err *err);
-  int (*collectives)(const spec_cluster *c, const cm_params *p, sim_coll_job *jobs, int njobs,
-                     sim_fidelity f, pp_err *err);
+  int (*run)(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *out,
+             pp_err *err);
+  int (*collectives)(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f, pp_err *err);
   void (*result_clear)(sim_result *r);
   const char *(*ev_name)(sim_ev_kind k);
 } sim_module;

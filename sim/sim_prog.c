@@ -142,7 +142,6 @@ void sim__world_free(sim__world *w) {
   free(w->events);
   free(w->gpu_end);
   free(w->gpu_kind);
-  cm_model_destroy(w->cm);
   memset(w, 0, sizeof *w);
 }
 

@@ -255,24 +255,3 @@ fail:
   if (own) store_rollback(s);
   return err->code;
 }
-
-int store_save(const char *path, const spec_model *m, const spec_cluster *c, const spec_plan *p,
-               store_score *sc, store_measurement *ms, size_t n, size_t *added, pp_err *err) {
-  store *s = NULL;
-  int64_t cid = 0;
-  if (added) *added = 0;
-  int rc = store_open(path, NULL, &s, err);
-  if (!rc) rc = store_begin(s, err);
-  if (!rc && c) rc = store_put_cluster(s, c, &cid, err);
-  if (!rc && sc) {
-    sc->cluster_id = cid;
-    rc = store_put_model(s, m, &sc->model_id, err);
-    if (!rc) rc = store_put_plan(s, p, &sc->plan_id, err);
-    if (!rc) rc = store_put_score(s, sc, NULL, err);
-  }
-  for (size_t i = 0; i < n; i++) ms[i].cluster_id = cid;
-  if (!rc && n) rc = store_put_measurements(s, ms, n, added, err);
-  if (!rc) rc = store_commit(s, err);
-  store_close(s); /* rolls back what was not committed */
-  return rc;
-}

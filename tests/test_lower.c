@@ -6,7 +6,7 @@
  * nothing else while one is open), the message buffers hold the largest collective, send or
  * batch of receives, and interleaved schedules run each steady forward and its backward with
  * no message between them (Megatron's order). Reduced runs (--layers, --shrink) and bad
- * reductions. */
+ * reductions; a reduced run needs the reduced model's cost model. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +20,19 @@ static int lower(const char *model, int gpus, const char *plan, int layers, int 
   spec_cluster c;
   spec_plan p;
   memset(&p, 0, sizeof p);
-  cm_model *cm = NULL;
-  be_lower_opts o = {layers, shrink};
+  spec_model mr;
+  cm_model *cm = NULL, *rcm = NULL;
+  be_lower_opts o = {layers, shrink, NULL};
   int rc = spec_model_load(model, &m, err) || spec_cluster_load("dgx-h100", gpus, &c, err) ||
-           spec_plan_parse(plan, &p, err) || spec_plan_resolve(&p, &m, &c, err);
-  if (!rc && res) rc = cm_model_create(&m, &c, NULL, &cm, err) || cm_eval(cm, &p, res, err);
-  if (!rc) rc = be_lower(&m, &c, &p, &o, bp, err);
+           spec_plan_parse(plan, &p, err) || spec_plan_resolve(&p, &m, &c, err) ||
+           cm_model_create(&m, &c, NULL, &cm, err);
+  if (!rc && res) rc = cm_eval(cm, &p, res, err);
+  /* a reduced run: the caller builds the cost model of the model as run */
+  if (!rc && (layers || shrink > 1))
+    rc = be_lower_model(&m, &o, &mr, err) || cm_model_create(&mr, &c, NULL, &rcm, err);
+  o.run_cm = rcm;
+  if (!rc) rc = be_lower(cm, &p, &o, bp, err);
+  cm_model_destroy(rcm);
   cm_model_destroy(cm);
   spec_plan_clear(&p);
   return rc ? err->code : PP_OK;
@@ -261,6 +268,22 @@ static void reduced(void) {
   CHECK_EQ(lower("gpt3-1.3b", 4, "tp=2,dp=2,mbs=1,gbs=4", 0, 32, &bp, NULL, &err), PP_PLAN);
   CHECK_CONTAINS(err.msg, "tp divides heads");
   CHECK_EQ(lower("gpt3-1.3b", 4, "pp=4,mbs=1,gbs=4", 2, 1, &bp, NULL, &err), PP_PLAN);
+  /* a reduced run priced by the whole model's cost model is refused */
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  cm_model *cm = NULL;
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-h100", 4, &c, &err), PP_OK);
+  CHECK_EQ(spec_plan_parse("tp=2,dp=2,mbs=1,gbs=4", &p, &err), PP_OK);
+  CHECK_EQ(spec_plan_resolve(&p, &m, &c, &err), PP_OK);
+  CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
+  be_lower_opts o = {4, 8, NULL};
+  CHECK_EQ(be_lower(cm, &p, &o, &bp, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "not of the model as run, gpt3-1.3b.l4.w8");
+  CHECK(bp == NULL);
+  cm_model_destroy(cm);
+  spec_plan_clear(&p);
 }
 
 int main(void) {

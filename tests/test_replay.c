@@ -371,7 +371,7 @@ static int lower(const char *model, int gpus, const char *plan, be_plan **bp, pp
   spec_cluster c;
   spec_plan p;
   memset(&p, 0, sizeof p);
-  be_lower_opts o = {0, 1};
+  be_lower_opts o = {0, 1, NULL};
   /* 3, 5, 6, 7, 12 ... GPUs: nodes of one GPU (the placement does not change who talks to
    * whom) */
   int odd = gpus % 8 && 8 % gpus;
@@ -379,7 +379,9 @@ static int lower(const char *model, int gpus, const char *plan, be_plan **bp, pp
            spec_cluster_load("dgx-h100", odd ? 8 : gpus, &c, err);
   if (!rc && odd) c.gpus = gpus, c.gpus_per_node = 1, c.nvlink.domain_gpus = 1;
   if (!rc) rc = spec_plan_parse(plan, &p, err) || spec_plan_resolve(&p, &m, &c, err);
-  if (!rc) rc = be_lower(&m, &c, &p, &o, bp, err);
+  cm_model *cm = NULL;
+  if (!rc) rc = cm_model_create(&m, &c, NULL, &cm, err) || be_lower(cm, &p, &o, bp, err);
+  cm_model_destroy(cm);
   spec_plan_clear(&p);
   return rc ? err->code : PP_OK;
 }

@@ -30,12 +30,26 @@ static cm_params pure(void) {
   return p;
 }
 
+/* The cost model collectives run with: any model (collectives need none) on c with p. */
+static cm_model *coll_model(const spec_cluster *c, const cm_params *p) {
+  spec_model m;
+  cm_model *cm = NULL;
+  pp_err err = {0};
+  if (spec_model_load("gpt3-175b", &m, &err) || cm_model_create(&m, c, p, &cm, &err)) {
+    fprintf(stderr, "%s\n", err.msg);
+    abort();
+  }
+  return cm;
+}
+
 static void run(const spec_cluster *c, const cm_params *p, sim_coll_job *j, int n,
                 sim_fidelity f) {
   pp_err err = {0};
-  int rc = sim_collectives(c, p, j, n, f, &err);
+  cm_model *cm = coll_model(c, p);
+  int rc = sim_collectives(cm, j, n, f, &err);
   if (rc) fprintf(stderr, "%s: %s\n", c->name, err.msg);
   CHECK_EQ(rc, PP_OK);
+  cm_model_destroy(cm);
 }
 
 static void fast_vs_step(void) {
@@ -178,7 +192,7 @@ static void agreement(void) {
              spec_cluster_load(cases[i].cluster, cases[i].gpus, &c, &err) ||
              spec_plan_parse(cases[i].plan, &p, &err) || spec_plan_resolve(&p, &m, &c, &err) ||
              cm_model_create(&m, &c, NULL, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
-             sim_run(&m, &c, NULL, &p, NULL, &sr, &err);
+             sim_run(cm, &p, NULL, &sr, &err);
     if (rc) fprintf(stderr, "%s: %s\n", cases[i].plan, err.msg);
     CHECK_EQ(rc, 0);
     if (!rc) {
@@ -290,8 +304,11 @@ static void nonuniform(void) {
   CHECK_EQ(spec_plan_resolve(&u, &m, &c, &err), PP_OK);
   CHECK_EQ(spec_plan_resolve(&n, &m, &c, &err), PP_OK);
   sim_result ru, rn;
-  CHECK_EQ(sim_run(&m, &c, NULL, &u, NULL, &ru, &err), PP_OK);
-  CHECK_EQ(sim_run(&m, &c, NULL, &n, NULL, &rn, &err), PP_OK);
+  cm_model *cm = NULL;
+  CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
+  CHECK_EQ(sim_run(cm, &u, NULL, &ru, &err), PP_OK);
+  CHECK_EQ(sim_run(cm, &n, NULL, &rn, &err), PP_OK);
+  cm_model_destroy(cm);
   CHECK_NEAR(rn.iter_time_s, ru.iter_time_s, 1e-3);
   CHECK(ru.iter_time_s > 0);
   sim_result_clear(&ru), sim_result_clear(&rn);
@@ -306,12 +323,14 @@ static void no_work(void) {
   sim_coll_job j[2] = {{.coll = CM_ALL_REDUCE, .algo = CM_ALGO_RING, .bytes = 0, .n = 4, .gpus = g0},
                        {.coll = CM_ALL_REDUCE, .algo = CM_ALGO_RING, .bytes = 1 << 20, .n = 1,
                         .gpus = g1}};
-  CHECK_EQ(sim_collectives(&c, NULL, j, 2, SIM_FAST, &err), PP_INPUT);
+  cm_model *cm = coll_model(&c, NULL);
+  CHECK_EQ(sim_collectives(cm, j, 2, SIM_FAST, &err), PP_INPUT);
   CHECK_CONTAINS(err.msg, "move no bytes");
   j[0].bytes = -1;
-  CHECK_EQ(sim_collectives(&c, NULL, j, 1, SIM_FAST, &err), PP_INPUT);
+  CHECK_EQ(sim_collectives(cm, j, 1, SIM_FAST, &err), PP_INPUT);
   CHECK_CONTAINS(err.msg, "job 0");
-  CHECK_EQ(sim_collectives(&c, NULL, j, 0, SIM_FAST, &err), PP_INPUT);
+  CHECK_EQ(sim_collectives(cm, j, 0, SIM_FAST, &err), PP_INPUT);
+  cm_model_destroy(cm);
 }
 
 int main(int argc, char **argv) {

@@ -1,9 +1,10 @@
 /* The store on real SQLite files: create, reopen, migrate (the real schema and the
  * migration runner on its own list), a reader while another process writes, a locked
  * database, a writer killed mid-transaction, rows stored once, store_save (a scored plan
- * with its specs and measurements, all or nothing), a version-1 file migrated to version 2
- * with its rows kept, and search runs (begin, per-unit checkpoints, resume, finish, simulator
- * scores; a failed checkpoint leaves nothing). */
+ * with its specs and measurements, all or nothing), store_save_specs and
+ * store_import_measurements, a version-1 file migrated to version 2 with its rows kept, and
+ * search runs (begin, per-unit checkpoints, resume, finish, simulator scores; a failed
+ * checkpoint leaves nothing). */
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -344,6 +345,52 @@ static void save(const char *dir) {
   free(db);
 }
 
+/* store_save_specs: models, clusters and a plan in one transaction, their ids, stored once;
+ * store_import_measurements: batches tied to a cluster, new rows counted per batch, all or
+ * nothing. */
+static void save_specs_import(const char *dir) {
+  char *db = tu_path(dir, "specs.db");
+  spec_model m[2];
+  spec_cluster c[1];
+  spec_plan p;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &m[0], &err), PP_OK);
+  CHECK_EQ(spec_model_load("llama3-8b", &m[1], &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-h100", 8, &c[0], &err), PP_OK);
+  CHECK_EQ(spec_plan_parse("tp=2,pp=2,mbs=1,gbs=8", &p, &err), PP_OK);
+  CHECK_EQ(spec_plan_resolve(&p, &m[0], &c[0], &err), PP_OK);
+  int64_t mids[2] = {0, 0}, cid = 0, pid = 0, again[2] = {0, 0};
+  CHECK_EQ(store_save_specs(db, m, 2, c, 1, &p, mids, &cid, &pid, &err), PP_OK);
+  CHECK(mids[0] > 0 && mids[1] > 0 && mids[0] != mids[1] && cid > 0 && pid > 0);
+  CHECK_EQ(store_save_specs(db, m, 2, NULL, 0, NULL, again, NULL, NULL, &err), PP_OK);
+  CHECK_EQ(again[0], mids[0]);
+  CHECK_EQ(again[1], mids[1]);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM models"), 2);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM plans"), 1);
+
+  store_measurement a[2] = {meas("log-a", 0), meas("log-a", 1)}, b[1] = {meas("log-b", 0)};
+  store_batch batches[2] = {{a, 2, 9}, {b, 1, 9}};
+  CHECK_EQ(store_import_measurements(db, &c[0], batches, 2, &err), PP_OK);
+  CHECK_EQ(batches[0].added, 2);
+  CHECK_EQ(batches[1].added, 1);
+  CHECK_EQ(a[0].cluster_id, cid);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements WHERE cluster_id IS NOT NULL"), 3);
+  store_measurement c2[2] = {meas("log-c", 0), meas("log-c", 1)};
+  batches[1] = (store_batch){c2, 2, 0};
+  CHECK_EQ(store_import_measurements(db, NULL, batches, 2, &err), PP_OK);
+  CHECK_EQ(batches[0].added, 0); /* already there */
+  CHECK_EQ(batches[1].added, 2);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements WHERE cluster_id IS NULL"), 2);
+  /* a bad row in the last batch: nothing of any batch is stored */
+  store_measurement d[1] = {meas("log-d", 0)}, e[1] = {meas("log-e", 0)};
+  e[0].time_s = 0;
+  batches[0] = (store_batch){d, 1, 0}, batches[1] = (store_batch){e, 1, 0};
+  CHECK(store_import_measurements(db, NULL, batches, 2, &err) != PP_OK);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements"), 5);
+  spec_plan_clear(&p);
+  free(db);
+}
+
 /* A file made by a podplan of schema version 1 (the first migration only) opens, migrates to
  * the current version and keeps its rows. */
 static void migrate_v1(const char *dir) {
@@ -556,6 +603,7 @@ int main(void) {
   concurrent(dir);
   killed(dir);
   save(dir);
+  save_specs_import(dir);
   migrate_v1(dir);
   search_runs(dir);
   tu_rmtree(dir);

@@ -34,6 +34,7 @@ typedef int MPI_Info;
 
 int MPI_Init(int *argc, char ***argv);
 int MPI_Initialized(int *flag);
+int MPI_Finalized(int *flag);
 int MPI_Finalize(void);
 int MPI_Abort(MPI_Comm comm, int errorcode);
 int MPI_Error_string(int errorcode, char *string, int *resultlen);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 static int initialized; /* MPI's own process state: between MPI_Init and MPI_Finalize */
+static int finalized;   /* ... and after MPI_Finalize */
 
 /* Ranks a launcher (mpirun, srun) started, as it tells them; 1 when none did. */
 static long launched_ranks(void) {
@@ -36,8 +37,14 @@ int MPI_Initialized(int *flag) {
   return MPI_SUCCESS;
 }
 
+int MPI_Finalized(int *flag) {
+  *flag = finalized;
+  return MPI_SUCCESS;
+}
+
 int MPI_Finalize(void) {
   initialized = 0;
+  finalized = 1;
   return MPI_SUCCESS;
 }
 

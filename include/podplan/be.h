@@ -1,8 +1,10 @@
 /* podplan backend: runs a plan's iteration for real. A plan lowers to one program per rank
- * (be_lower); a device (a table of function pointers: cpu = OpenBLAS + MPI, always built;
- * cuda = cuBLAS + NCCL, built when the toolkit and NCCL are found) executes the ops; the
- * executor (be_exec) times every op and verifies collectives. Depends on err.h, spec.h and
- * cm.h; never includes CUDA or MPI headers (MPI handles travel as void *). */
+ * (be_lower, from the caller's cm_model); a device (a table of function pointers: cpu =
+ * OpenBLAS + MPI, always built; cuda = cuBLAS + NCCL, built when the toolkit and NCCL are
+ * found) executes the ops; the executor (be_exec) times every op and verifies collectives.
+ * It also owns the job (be_job_*: MPI start, ranks, gathers on rank 0) and the
+ * microbenchmarks (be_bench_*). Depends on err.h, spec.h and cm.h; never includes CUDA or MPI
+ * headers (MPI handles travel as void *). */
 #ifndef PODPLAN_BE_H
 #define PODPLAN_BE_H
 
@@ -92,14 +94,25 @@ typedef struct be_plan {
 } be_plan;
 
 typedef struct be_lower_opts {
-  int layers; /* run this many transformer layers (0: all); spread like the plan's split */
-  int shrink; /* divide hidden, ffn, heads, kv heads and vocab by this (1 or 0: full) */
+  int layers;       /* run this many transformer layers (0: all); spread like the plan's split */
+  int shrink;       /* divide hidden, ffn, heads, kv heads and vocab by this (1 or 0: full) */
+  cm_model *run_cm; /* when layers or shrink reduce the model: the cost model of the model as
+                       run (be_lower_model) on the same cluster, built by the caller with the
+                       parameters it wants; NULL when the model runs whole */
 } be_lower_opts;
 
-/* Lowers a resolved, valid plan (uniform or non-uniform) on cluster c into one program per
- * rank, in the order the plan's schedule runs them, with the shapes the cost model prices. */
-int be_lower(const spec_model *m, const spec_cluster *c, const spec_plan *p,
-             const be_lower_opts *o, be_plan **out, pp_err *err);
+/* The model a run executes under o (NULL: the model itself): m with o->layers layers and its
+ * width divided by o->shrink, named "<name>.l<L>.w<W>" when reduced, and validated. PP_INPUT
+ * when the model has fewer layers or a width the divisor does not divide. */
+int be_lower_model(const spec_model *m, const be_lower_opts *o, spec_model *out, pp_err *err);
+
+/* Lowers a resolved, valid plan of cm's model on cm's cluster into one program per rank, in
+ * the order the plan's schedule runs them, with the shapes the cost model prices. With o
+ * reducing the model, the programs are those of the model as run, priced by o->run_cm (which
+ * must be of that model on the same cluster); non-uniform stages keep their share of the
+ * layers and the plan is checked against the reduced model. cm is borrowed (its caches fill). */
+int be_lower(cm_model *cm, const spec_plan *p, const be_lower_opts *o, be_plan **out,
+             pp_err *err);
 void be_plan_free(be_plan *bp);
 
 /* ---- devices ---------------------------------------------------------------------------- */
@@ -181,6 +194,101 @@ void be_exec_result_clear(be_exec_result *r);
 const be_device *be_device_find(const char *name);
 /* Names of the devices of this build, ", "-separated (for messages). */
 const char *be_device_names(void);
+
+/* ---- the job ------------------------------------------------------------------------------
+ * The ranks mpirun or srun started (MPI below the CLI: be_job.c, library podplan_be_job). A
+ * process no launcher started is a job of one rank, rank 0 of 1, whether MPI is started or
+ * not; every function works in both cases. No state but MPI's own per process. */
+
+/* This process's rank as the launcher tells it before MPI starts (OMPI_COMM_WORLD_RANK,
+ * PMIX_RANK, PMI_RANK, SLURM_PROCID); 0 when not launched: errors every rank would find are
+ * printed by rank 0 only. */
+int be_job_launcher_rank(void);
+/* Starts MPI, once per process, when a launcher started this process or when `always` (a
+ * device needs MPI even in a job of one rank); otherwise the job is this process alone and MPI
+ * stays off. PP_DEVICE "MPI_Init failed"; PP_INTERNAL after be_job_finalize. */
+int be_job_init(int always, pp_err *err);
+/* Ends MPI when it is on. */
+void be_job_finalize(void);
+/* 0 in builds without MPI (PODPLAN_MPI=OFF: the one-rank stand-in, backend/mpi1), else 1. */
+int be_job_has_mpi(void);
+/* This rank and the job's size (0 and 1 while MPI is off). */
+int be_job_rank(void);
+int be_job_size(void);
+/* This rank's index among the job's ranks on its node (0 while MPI is off or when unknown):
+ * the cuda device uses GPU be_gpu_index(local rank, visible GPUs). Collective. */
+int be_job_local_rank(void);
+/* Takes the whole job down after this rank's own failure, so that no peer waits forever
+ * (MPI_Abort; exits when MPI is off). */
+_Noreturn void be_job_abort(int status);
+/* Opens device dv for this rank of the job (MPI on): fills cfg's rank, nranks, comm and
+ * local_rank (the rest is the caller's) and calls dv->open. Collective. */
+int be_job_open(const be_device *dv, be_dev_cfg *cfg, be_dev **out, pp_err *err);
+/* The largest v of all ranks, on every rank. Collective. */
+int be_job_max(double v, double *out, pp_err *err);
+
+/* Collective: every rank sends n bytes from buf; rank 0 receives all of them concatenated in
+ * rank order in *all (malloc'd; free() it), *all_n bytes in all, and, when lens is not NULL,
+ * each rank's n in lens[0 .. be_job_size() - 1]. Other ranks get NULL and 0. Every rank
+ * returns the same code: PP_NOMEM when rank 0 cannot hold it all, PP_INPUT past 2 GiB in all.
+ * For sharding work over the job's ranks and collecting the results on rank 0. */
+int be_job_gather_bytes(const void *buf, size_t n, void **all, size_t *all_n, size_t *lens,
+                        pp_err *err);
+
+/* Every rank's be_exec_result, on rank 0. */
+typedef struct be_job_result {
+  int nranks, iters;
+  int *nops, *displ;    /* per rank: its ops, and where they start in op_s */
+  double *op_s;         /* all ranks' per-op mean seconds, concatenated */
+  double *start;        /* all ranks' op starts: rank r's nops[r] + 1 begin at displ[r] + r */
+  double *iter_s;       /* [rank * iters + it]: each rank's time of each timed iteration */
+  double *job_s;        /* per timed iteration: the slowest rank's time */
+  int verified;         /* 1 when every rank's verifying iteration passed */
+} be_job_result;
+/* Collective: rank 0 gets every rank's result in *out; the other ranks get it empty. */
+int be_job_gather(const be_exec_result *r, be_job_result *out, pp_err *err);
+void be_job_result_clear(be_job_result *g);
+/* The job's iteration, per timed iteration the slowest rank's time: mean, min and max over
+ * the timed iterations, and the rank slowest over all of them. */
+void be_job_iter_stats(const be_job_result *g, double *mean, double *lo, double *hi, int *slow);
+
+/* ---- microbenchmarks (podplan bench; be_bench.c) ------------------------------------------ */
+
+typedef struct be_bench_gemm_row {
+  int m, n, k;    /* the shape (in) */
+  double time_s;  /* one GEMM: the mean over the timed ones */
+  double tflops;  /* 2 m n k / time_s / 1e12 */
+} be_bench_gemm_row;
+/* A device's default shapes, squares 256 .. 2048 (cpu) or 1024 .. 16384 (cuda): the count. */
+int be_bench_gemm_shapes(const char *device, be_bench_gemm_row *rows, int cap);
+/* The largest operand of the shapes, elements (be_dev_cfg.max_gemm_elems). */
+double be_bench_gemm_elems(const be_bench_gemm_row *rows, int n);
+/* Times every shape on an open device: 3 GEMMs warm up, `reps` are timed between two marks.
+ * Stops at the first failure. */
+int be_bench_gemm(const be_device *dv, be_dev *d, be_bench_gemm_row *rows, int n, int reps,
+                  pp_err *err);
+
+typedef struct be_bench_coll_row {
+  double bytes;         /* per rank: whole float elements, a multiple of the ranks */
+  double count;         /* elements */
+  double time_s[2];     /* two timings, each the mean of `iters` runs on the slowest rank */
+  double algbw_gbps[2]; /* bytes / time_s / 1e9 */
+  double busbw_gbps[2]; /* algbw_gbps * cm_coll_busbw_factor(coll, ranks) */
+} be_bench_coll_row;
+typedef struct be_bench_coll_opts {
+  cm_coll coll;
+  double min_bytes, max_bytes, factor; /* sizes min, min * factor, ... up to max */
+  int iters, warmup;                   /* timed and untimed runs per size */
+  void (*row)(const be_bench_coll_row *r, void *arg); /* after each size, on every rank */
+  void *arg;
+} be_bench_coll_opts;
+/* The sizes of the sweep (rows be_bench_coll fills). */
+int be_bench_coll_sizes(const be_bench_coll_opts *o);
+/* Sweeps the sizes over every rank of the job (collective) on a device opened with group 0 =
+ * all ranks: per size one run that verifies the result, `warmup` untimed runs, two timings.
+ * *nrows gets the sizes done; a failing size ends the sweep with its error. */
+int be_bench_coll(const be_device *dv, be_dev *d, const be_bench_coll_opts *o,
+                  be_bench_coll_row *rows, int *nrows, pp_err *err);
 
 /* ---- CUDA probe ----------------------------------------------------------------------- */
 

@@ -169,9 +169,11 @@ typedef struct cm_model cm_model;
 int cm_model_create(const spec_model *m, const spec_cluster *c, const cm_params *p,
                     cm_model **out, pp_err *err);
 void cm_model_destroy(cm_model *cm);
-const cm_params *cm_model_params(const cm_model *cm);
+/* What the model was created from (the model, the cluster, the parameters in force): callers
+ * that take a cm_model read the specs here instead of taking them again. */
 const spec_model *cm_model_spec(const cm_model *cm);
 const spec_cluster *cm_model_cluster(const cm_model *cm);
+const cm_params *cm_model_params(const cm_model *cm);
 
 /* Scores a resolved, valid plan (uniform or non-uniform). An infeasible plan is a result,
  * not an error: feasible = 0 and mem_excess_gib say by how much. */
@@ -223,6 +225,13 @@ double cm_stage_time(cm_model *cm, const cm_stage_coef *s, int layers, int first
 /* Peak memory per GPU of that stage with `inflight` microbatches of activations alive. */
 void cm_stage_memory(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
                      int zero, double inflight, cm_memory *out);
+
+/* What cm_eval's data-parallel tail charges for that stage after its last backward: the
+ * gradient reduction not hidden by its own backward and `slack_s` more (the backward of the
+ * stages before it, which finish later), the gather of the distributed optimizer when not
+ * overlapped, and the optimizer step. The iteration's tail is the largest over stages. */
+double cm_stage_tail(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
+                     int zero, double slack_s);
 
 /* One stage-to-stage transfer of a non-uniform plan (per microbatch, each way): the sending
  * stage's n_a GPUs a (tensor-parallel degree tp_a) to the next stage's GPUs b, `samples`

@@ -3,7 +3,9 @@
  * and one training iteration of a plan on it with every group's traffic in flight at once, so
  * that collectives sharing links slow each other down (max-min fair sharing, SimGrid CM02
  * without TCP factors). SimGrid loads one platform per process, so every run happens in a
- * child process; the caller sees plain function calls. Depends on spec.h, cm.h and SimGrid. */
+ * child process; the caller sees plain function calls. It works from the caller's cm_model
+ * (model, cluster, parameters) and builds no cost model of its own. Depends on spec.h, cm.h
+ * and SimGrid. */
 #ifndef PODPLAN_SIM_H
 #define PODPLAN_SIM_H
 
@@ -64,11 +66,12 @@ typedef struct sim_result {
 
 void sim_result_clear(sim_result *r);
 
-/* Simulates one iteration of a resolved, valid plan (uniform or non-uniform). Compute times,
- * collective latencies and bandwidth ramps come from the cost model with parameters p (NULL:
- * defaults). */
-int sim_run(const spec_model *m, const spec_cluster *c, const cm_params *p, const spec_plan *plan,
-            const sim_opts *o, sim_result *out, pp_err *err);
+/* Simulates one iteration of a resolved, valid plan (uniform or non-uniform) of cm's model on
+ * cm's cluster. Compute times, collective latencies, bandwidth ramps and the fabric come from
+ * the cost model cm (its parameters: the defaults or a calibration); cm is borrowed (its caches
+ * fill) and also used by the child process the simulation runs in. */
+int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *out,
+            pp_err *err);
 
 /* Collectives alone: jobs run at the same time on one platform and each gets its completion
  * time (from 0). For tests, benchmarks and calibration. */
@@ -81,7 +84,7 @@ typedef struct sim_coll_job {
   double time_s;    /* out */
 } sim_coll_job;
 
-int sim_collectives(const spec_cluster *c, const cm_params *p, sim_coll_job *jobs, int njobs,
-                    sim_fidelity f, pp_err *err);
+/* On cm's cluster with cm's parameters (its model plays no part). */
+int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f, pp_err *err);
 
 #endif

@@ -99,13 +99,33 @@ typedef struct store_measurement {
 int store_put_measurements(store *s, const store_measurement *m, size_t n, size_t *added,
                            pp_err *err);
 
-/* What a command stores, in one transaction on the file at `path` (opened and closed here):
- * the cluster (when c), the model, the plan and the score (when sc: its spec ids are filled
- * in; m and p needed then), and n measurements tied to the cluster. *added (may be NULL) gets
- * the number of new measurement rows. Specs and plans are stored once, by hash; a failure
- * leaves the file as it was. */
+/* ---- what a command stores, each in one transaction (store_save.c) ------------------------
+ * Each opens the file at `path` (creating and migrating it when needed), writes in one
+ * transaction and closes it; a failure leaves the file as it was. Specs and plans are stored
+ * once, by hash. Commands call these and hold no transaction logic of their own. */
+
+/* A scored plan (predict, simulate, run) or measurements (bench): the cluster (when c), the
+ * model, the plan and the score (when sc: its spec ids are filled in; m and p needed then),
+ * and n measurements tied to the cluster. *added (may be NULL) gets the number of new
+ * measurement rows. */
 int store_save(const char *path, const spec_model *m, const spec_cluster *c, const spec_plan *p,
                store_score *sc, store_measurement *ms, size_t n, size_t *added, pp_err *err);
+
+/* Specs alone (check): models[0..nm), then clusters[0..nc), then the plan p (when not NULL,
+ * resolved). model_ids[i], cluster_ids[i] and *plan_id (each may be NULL) get the row ids. */
+int store_save_specs(const char *path, const spec_model *models, size_t nm,
+                     const spec_cluster *clusters, size_t nc, const spec_plan *p,
+                     int64_t *model_ids, int64_t *cluster_ids, int64_t *plan_id, pp_err *err);
+
+/* One batch of measurements (one imported log) and how many of its rows were new. */
+typedef struct store_batch {
+  store_measurement *ms; /* the rows; their cluster_id is filled in here */
+  size_t n;
+  size_t added;          /* out: rows new to the store (a rerun adds none) */
+} store_batch;
+/* Imported measurements (import): the cluster c (when not NULL) and every batch, tied to it. */
+int store_import_measurements(const char *path, const spec_cluster *c, store_batch *b,
+                              size_t nb, pp_err *err);
 
 /* ---- search runs --------------------------------------------------------------------------
  * A search run is known by its key: (method, model, cluster, params), params being the

@@ -1,5 +1,7 @@
-/* podplan studies (benchmarks/): the validation of the cost model against published training
- * runs, and later the pillar and capacity studies. Depends on spec.h, cm.h and store.h. */
+/* podplan studies (study/, library podplan_study): the validation of the cost model against
+ * published training runs, and later the pillar and capacity studies and their reports. Owns
+ * the study code and the built-in copies of the published data (benchmarks/data keeps the
+ * files). Depends on spec.h, cm.h and store.h. */
 #ifndef PODPLAN_STUDY_H
 #define PODPLAN_STUDY_H
 

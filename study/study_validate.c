@@ -1,11 +1,11 @@
 /* podplan study validate: the cost model against published training runs.
  *
- * Each usable row of data/published_runs.csv (published training runs with the columns this
- * study needs added, see data/README.md) becomes a model, a cluster, a plan and the
- * training-software settings of its source; the cost model predicts its iteration time,
- * which is compared with the published one: printed when the row has it, from tokens/s per
- * GPU (gbs * seq / (tokens/s/GPU * GPUs)) when it has that, else from TFLOP/s per GPU
- * through the row's own FLOP formula:
+ * Each usable row of benchmarks/data/published_runs.csv (published training runs with the
+ * columns this study needs added, see benchmarks/data/README.md) becomes a model, a cluster,
+ * a plan and the training-software settings of its source; the cost model predicts its
+ * iteration time, which is compared with the published one: printed when the row has it,
+ * from tokens/s per GPU (gbs * seq / (tokens/s/GPU * GPUs)) when it has that, else from
+ * TFLOP/s per GPU through the row's own FLOP formula:
  *   sc21: F = k B s l h^2 (1 + s/(6h) + V/(16 l h)), k = 96 with full recompute, else 72
  *         (Narayanan et al. SC'21 eq. 3), iteration time = F / (TFLOP/s * 1e12 * GPUs).
  * Error = predicted / published - 1. The same cost-model parameters serve every row; only

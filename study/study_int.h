@@ -1,5 +1,5 @@
-/* Internals of benchmarks/: a CSV reader (RFC 4180: quoted fields, doubled quotes, CRLF) and
- * the built-in copy of data/published_runs.csv. */
+/* Internals of study/: a CSV reader (RFC 4180: quoted fields, doubled quotes, CRLF) and the
+ * built-in copies of benchmarks/data/published_runs.csv and nccl_busbw.csv. */
 #ifndef PODPLAN_STUDY_INT_H
 #define PODPLAN_STUDY_INT_H
 
@@ -23,7 +23,8 @@ void study__csv_free(study__csv *c);
 /* Column index by name, or -1. */
 int study__csv_col(const study__csv *c, const char *name);
 
-/* data/published_runs.csv and data/nccl_busbw.csv as built into the binary. */
+/* benchmarks/data/published_runs.csv and nccl_busbw.csv as built into the binary
+ * (study/CMakeLists.txt embeds them). */
 extern const unsigned char study__published_runs[];
 extern const size_t study__published_runs_len;
 extern const unsigned char study__nccl_busbw[];

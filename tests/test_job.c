@@ -1,0 +1,122 @@
+/* The job helpers (be_job_*): a process no launcher started is rank 0 of 1 and MPI stays off
+ * unless asked; gathering bytes and execution results on rank 0 works alone and, run under
+ * mpirun with 3 ranks, across ranks (each rank sends a different length; rank 0 gets them
+ * concatenated in rank order with their lengths), and with MPI started for a job of one.
+ * argv: [mpiexec] to run the 3-rank part too; "--ranks" is the part mpirun starts. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "podplan/be.h"
+#include "testutil.h"
+
+/* A rank's result: rank + 1 ops of (rank + 1) * 0.5 s each, 2 iterations of rank + 1 s. */
+static void fake_result(int rank, be_exec_result *r, double *op_s, double *start, double *iter) {
+  memset(r, 0, sizeof *r);
+  r->nops = rank + 1, r->iters = 2, r->verified = rank != 1;
+  for (int i = 0; i < r->nops; i++) op_s[i] = (rank + 1) * 0.5, start[i] = i;
+  start[r->nops] = r->nops;
+  iter[0] = rank + 1, iter[1] = 2 * (rank + 1);
+  r->op_s = op_s, r->op_start = start, r->iter_s = iter;
+}
+
+/* Every check on every rank of the job, whatever its size. */
+static void job_checks(void) {
+  pp_err err = {0};
+  int rank = be_job_rank(), size = be_job_size();
+  /* bytes: rank r sends r + 1 copies of 'a' + r */
+  char mine[8];
+  memset(mine, 'a' + rank, sizeof mine);
+  void *all = NULL;
+  size_t n = 0, lens[8] = {0};
+  CHECK_EQ(be_job_gather_bytes(mine, (size_t)rank + 1, &all, &n, lens, &err), PP_OK);
+  if (rank == 0) {
+    char want[64] = "";
+    for (int r = 0; r < size; r++) {
+      size_t at = strlen(want);
+      memset(want + at, 'a' + r, (size_t)r + 1);
+      want[at + (size_t)r + 1] = '\0';
+      CHECK_EQ(lens[r], r + 1);
+    }
+    CHECK_EQ(n, strlen(want));
+    CHECK(all && memcmp(all, want, n) == 0);
+  } else {
+    CHECK(all == NULL);
+    CHECK_EQ(n, 0);
+  }
+  free(all);
+  /* nothing at all from some ranks */
+  CHECK_EQ(be_job_gather_bytes(NULL, 0, &all, &n, NULL, &err), PP_OK);
+  CHECK_EQ(n, 0);
+  free(all);
+  /* execution results */
+  double op_s[8], start[9], iter[2];
+  be_exec_result r;
+  fake_result(rank, &r, op_s, start, iter);
+  be_job_result g;
+  CHECK_EQ(be_job_gather(&r, &g, &err), PP_OK);
+  if (rank == 0) {
+    CHECK_EQ(g.nranks, size);
+    CHECK_EQ(g.iters, 2);
+    CHECK_EQ(g.verified, size < 2);
+    for (int k = 0; k < size; k++) {
+      CHECK_EQ(g.nops[k], k + 1);
+      CHECK_EQ(g.op_s[g.displ[k]] * 2, k + 1);
+      CHECK_EQ(g.start[g.displ[k] + k + g.nops[k]], k + 1);
+      CHECK_EQ(g.iter_s[k * 2 + 1], 2 * (k + 1));
+    }
+    CHECK_EQ(g.job_s[0], size);
+    CHECK_EQ(g.job_s[1], 2 * size);
+    double mean, lo, hi;
+    int slow;
+    be_job_iter_stats(&g, &mean, &lo, &hi, &slow);
+    CHECK_NEAR(mean, 1.5 * size, 1e-12);
+    CHECK_EQ(lo, size);
+    CHECK_EQ(hi, 2 * size);
+    CHECK_EQ(slow, size - 1);
+  } else {
+    CHECK(g.nops == NULL);
+  }
+  be_job_result_clear(&g);
+  double max = 0;
+  CHECK_EQ(be_job_max(rank, &max, &err), PP_OK);
+  CHECK_EQ(max, size - 1);
+}
+
+int main(int argc, char **argv) {
+  pp_err err = {0};
+  if (argc > 1 && strcmp(argv[1], "--ranks") == 0) { /* started by mpirun */
+    CHECK_EQ(be_job_init(0, &err), PP_OK);            /* launched: MPI starts */
+    CHECK_EQ(be_job_size(), 3);
+    CHECK_EQ(be_job_rank(), be_job_launcher_rank());
+    job_checks();
+    be_job_finalize();
+    return check_status();
+  }
+  /* alone, MPI off: rank 0 of 1 */
+  unsetenv("OMPI_COMM_WORLD_RANK"), unsetenv("PMIX_RANK"), unsetenv("PMI_RANK");
+  unsetenv("SLURM_PROCID");
+  CHECK_EQ(be_job_launcher_rank(), 0);
+  CHECK_EQ(be_job_init(0, &err), PP_OK);
+  CHECK_EQ(be_job_rank(), 0);
+  CHECK_EQ(be_job_size(), 1);
+  CHECK_EQ(be_job_local_rank(), 0);
+  job_checks();
+  if (argc > 1) { /* the same under mpirun, 3 ranks */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    char *a[] = {argv[1], "-n", "3", "--oversubscribe", argv[0], "--ranks", NULL};
+    tu_run r;
+    tu_exec(a, &r);
+    if (r.status) fprintf(stderr, "mpirun -n 3: %s%s\n", r.out, r.err);
+    CHECK_EQ(r.status, 0);
+    tu_run_free(&r);
+  }
+  /* asked to: MPI starts without a launcher (a job of one; the stand-in in builds without MPI) */
+  CHECK_EQ(be_job_init(1, &err), PP_OK);
+  CHECK_EQ(be_job_size(), 1);
+  job_checks();
+  be_job_finalize();
+  CHECK_EQ(be_job_init(1, &err), PP_INTERNAL); /* MPI does not start twice */
+  return check_status();
+}
