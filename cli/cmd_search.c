@@ -8,8 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <mpi.h>
-
 #include "cli.h"
 #include "podplan/be.h"
 #include "podplan/search.h"
@@ -230,92 +228,47 @@ static void run_key(const search_opts *o, char *buf, size_t n) {
              o->layer_clusters);
 }
 
-/* ---- the job (MPI): a seam the search sees only through search_comm ----------------------- */
+/* ---- the job: MPI below the CLI (be_job_*), seen by the search through search_comm ------ */
 
 typedef struct job {
-  int mpi;   /* 1: MPI started here */
   int rank, size;
 } job;
 
-static int launched(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
-                                     "SLURM_PROCID"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-    if (getenv(vars[i])) return 1;
-  return 0;
-}
-
 static int job_init(job *j, pp_err *err) {
-  memset(j, 0, sizeof *j);
-  j->size = 1;
-  if (!launched()) return PP_OK;
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS)
-    return pp_err_set(err, PP_DEVICE, "MPI_Init failed");
-  j->mpi = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &j->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &j->size);
+  if (be_job_init(0, err)) return err->code; /* MPI starts when a launcher started us */
+  j->rank = be_job_rank();
+  j->size = be_job_size();
   return PP_OK;
-}
-
-/* A rank that cannot take part takes the whole job down: the others would wait forever. */
-static void job_abort(const job *j, const char *why) {
-  fprintf(stderr, "podplan %s: rank %d: %s\n", CMD, j->rank, why);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  exit(1);
 }
 
 static int job_gather(void *ctx, const void *buf, size_t n, void **all, size_t **lens,
                       pp_err *err) {
-  job *j = ctx;
-  *all = NULL;
+  const job *j = ctx;
+  size_t all_n = 0, *l = NULL;
   *lens = NULL;
-  long long mine = (long long)n, *L = NULL, total = 0;
-  int *counts = NULL, *displs = NULL, ok = 1;
-  size_t *l = NULL;
-  char *out = NULL;
-  if (j->rank == 0 && (!(L = calloc((size_t)j->size, sizeof *L)) ||
-                       !(counts = calloc((size_t)j->size, sizeof *counts)) ||
-                       !(displs = calloc((size_t)j->size, sizeof *displs)) ||
-                       !(l = calloc((size_t)j->size, sizeof *l))))
-    job_abort(j, "out of memory");
-  MPI_Gather(&mine, 1, MPI_LONG_LONG, L, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-  if (j->rank == 0) {
-    for (int r = 0; r < j->size; r++) {
-      counts[r] = (int)L[r];
-      displs[r] = (int)total;
-      l[r] = (size_t)L[r];
-      total += L[r];
-    }
-    ok = total <= 0x7fffffffLL && (out = malloc((size_t)total + 1)) != NULL;
+  if (j->rank == 0 && !(l = calloc((size_t)j->size, sizeof *l))) {
+    fprintf(stderr, "podplan %s: rank 0: out of memory\n", CMD);
+    be_job_abort(1); /* the other ranks would wait in the gather forever */
   }
-  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD); /* every rank returns the same */
-  if (ok) MPI_Gatherv(buf, (int)n, MPI_BYTE, out, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
-  free(L);
-  free(counts);
-  free(displs);
-  if (!ok) {
+  int rc = be_job_gather_bytes(buf, n, all, &all_n, l, err);
+  if (rc || j->rank != 0) {
     free(l);
-    return pp_err_set(err, PP_NOMEM,
-                      "search: rank 0 cannot hold the ranks' results (%lld bytes)", total);
+    return rc;
   }
-  *all = out;
   *lens = l;
   return PP_OK;
 }
 
 static int job_bcast(void *ctx, void **buf, size_t *n, pp_err *err) {
-  job *j = ctx;
-  long long len = j->rank == 0 ? (long long)*n : 0;
-  MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-  if (len > 0x7fffffffLL) return pp_err_set(err, PP_INPUT, "search: broadcast over 2 GiB");
-  if (j->rank != 0) {
-    *n = (size_t)len;
-    if (!(*buf = malloc((size_t)len + 1))) job_abort(j, "out of memory");
+  const job *j = ctx;
+  void *copy = NULL;
+  size_t cn = 0;
+  int rc = be_job_bcast_bytes(j->rank == 0 ? *buf : NULL, j->rank == 0 ? *n : 0, &copy, &cn, err);
+  if (!rc && j->rank != 0) {
+    *buf = copy;
+    *n = cn;
   }
-  if (len) MPI_Bcast(*buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
-  return PP_OK;
+  return rc;
 }
 
 /* ---- checkpoints and progress -------------------------------------------------------------- */
@@ -711,7 +664,7 @@ static int fail(const job *j, const pp_err *err, int abort_job) {
     else
       fprintf(stderr, "podplan %s: rank %d: %s\n", CMD, j->rank, err->msg);
   }
-  if (abort_job && j->size > 1) MPI_Abort(MPI_COMM_WORLD, st ? st : 1);
+  if (abort_job && j->size > 1) be_job_abort(st ? st : 1);
   return st;
 }
 
@@ -720,7 +673,7 @@ int cmd_search(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc < 0 ? 0 : rc;
   /* until MPI starts, errors every rank finds alike are printed by the first one only */
-  const job pre = {0, be_job_launcher_rank(), 1};
+  const job pre = {be_job_launcher_rank(), 1};
   pp_err err = {0};
   search_method method;
   if (search_method_parse(a.method_name, &method, &err)) return fail(&pre, &err, 0);
@@ -862,6 +815,6 @@ done:
   store_close(x.st);
   search_uspace_free(us);
   cm_model_destroy(cm);
-  if (j.mpi) MPI_Finalize();
+  be_job_finalize();
   return status;
 }
