@@ -118,6 +118,37 @@ int be_job_max(double v, double *out, pp_err *err) {
   return e == MPI_SUCCESS ? PP_OK : mpi_fail(e, "the job's maximum", err);
 }
 
+/* ---- broadcasting from rank 0 --------------------------------------------------------------- */
+
+int be_job_bcast_bytes(const void *buf, size_t n, void **out, size_t *out_n, pp_err *err) {
+  *out = NULL, *out_n = 0;
+  if (!mpi_on()) { /* a job of one rank: rank 0 has it */
+    *out_n = n;
+    return PP_OK;
+  }
+  int rank = be_job_rank(), e;
+  long long len = rank == 0 ? (n > (size_t)INT_MAX ? -1 : (long long)n) : 0;
+  if ((e = MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD)) != MPI_SUCCESS)
+    return mpi_fail(e, "broadcasting a size", err);
+  if (len < 0) return pp_err_set(err, PP_INPUT, "backend: more than 2 GiB to broadcast");
+  char *b = rank == 0 ? (char *)buf : malloc(len ? (size_t)len : 1);
+  double lacking = 0;
+  int rc = be_job_max(b || len == 0 ? 0 : 1, &lacking, err); /* every rank learns */
+  if (!rc && lacking > 0) rc = pp_err_set(err, PP_NOMEM, "backend: a rank cannot hold a broadcast");
+  if (!rc && len && (e = MPI_Bcast(b, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD)) != MPI_SUCCESS)
+    rc = mpi_fail(e, "broadcasting bytes", err);
+  if (rank == 0) {
+    if (!rc) *out_n = n;
+    return rc;
+  }
+  if (rc) {
+    free(b);
+    return rc;
+  }
+  *out = b, *out_n = (size_t)len;
+  return PP_OK;
+}
+
 /* ---- gathering on rank 0 ------------------------------------------------------------------- */
 
 /* Rank 0's verdict, the same on every rank afterwards: 0 ok, 1 out of memory, 2 too large. */

@@ -1,22 +1,820 @@
-/* podplan search: search plans. Arrives with plan search; until then -h works and
- * anything else says "not implemented yet" (exit 2). */
+/* podplan search: one search method on the cost model (search/), the best K re-scored by the
+ * simulator, the run checkpointed unit by unit into the store so that a killed search resumes,
+ * and, under mpirun, its units sharded over the ranks (rank 0 prints and writes). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "podplan/be.h"
+#include "podplan/search.h"
+#include "podplan/sim.h"
+#include "podplan/store.h"
 
-static const char usage[] =
-    "usage: podplan search --model M --cluster C [--gpus N]\n"
+static const char *const CMD = "search";
+
+static const char usage_head[] =
+    "usage: podplan search --model M --cluster C [--gpus N] --gbs N\n"
     "                      --method exhaustive|megatron|two-level|global\n"
-    "                      [--top K] [--simulate K] [--db F] [--json]\n"
+    "                      [--top K] [--simulate K] [--threads N] [--time-limit S]\n"
+    "                      [--gap G] [--island node|domain] [--alpa-defaults]\n"
+    "                      [--layer-clusters L] [space options] [--calibration none]\n"
+    "                      [--db F] [--json]\n"
     "\n"
-    "Searches the plan space with one method on the cost model, re-scores the best K with the\n"
-    "simulator and stores the run.\n"
+    "Searches the plans of a model on a cluster for a global batch with one method on the\n"
+    "cost model, re-scores the best K with the simulator, and stores the run, checkpointed\n"
+    "unit by unit: the same command after a kill resumes where the last checkpoint left off.\n"
+    "Under mpirun the work units are shared over the ranks; rank 0 prints and stores.\n"
     "\n"
-    "  --method NAME     exhaustive: every uniform plan; megatron: the published heuristic;\n"
-    "                    two-level: Alpa's inter-op DP + intra-op ILP (CBC);\n"
-    "                    global: joint search with a lower bound and optimality gap\n"
-    "  --top K           report the best K plans\n"
-    "  --simulate K      re-score the best K with SimGrid\n"
-    "  --db F            store file (default podplan.db)\n"
-    "  --json            method, evaluations, wall_s, best, best_iter_time_s, lower_bound_s\n"
-    "  -h, --help        this text\n";
+    "  --model M          preset name, JSON file or inline JSON\n"
+    "  --cluster C        preset name, JSON file or inline JSON; --gpus N sizes it\n"
+    "  --gbs N            global batch, sequences per iteration (required: a recipe fixes it)\n"
+    "  --method NAME      exhaustive: every uniform plan; megatron: the published heuristic;\n"
+    "                     two-level: Alpa's inter-op DP + intra-op ILP (CBC);\n"
+    "                     global: joint search with a lower bound and an optimality gap\n"
+    "  --top K            keep and report the best K plans (default 10)\n"
+    "  --simulate K       re-score the best K (K <= top) with the simulator; the chosen plan\n"
+    "                     is the fastest simulated one\n"
+    "  --threads N        threads (default: the online CPUs)\n"
+    "  --time-limit S     stop after S seconds with the best plan so far (0: none)\n"
+    "  --gap G            global: stop when (best - bound) / bound <= G (default 0.01)\n"
+    "  --island I         two-level: the fast island is the node (default) or the NVLink domain\n"
+    "  --alpa-defaults    two-level: Alpa's GPT benchmark settings\n"
+    "  --layer-clusters L two-level: layers clustered for the inter-op DP (default: Alpa's)\n"
+    "  --calibration none the cost model's published defaults (calibrations: not yet)\n"
+    "  --db F             store file (default podplan.db)\n"
+    "  --json             one JSON object: method, evaluations, wall_s, best, best_iter_time_s,\n"
+    "                     lower_bound_s and gap (global), space_size, plans_found,\n"
+    "                     search_run_id, top (the best K), ...\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "space options (restrict the plans searched):\n";
+static const char usage_tail[] =
+    "\n"
+    "exit status: 0 a plan was found; 1 runtime failure, or no feasible plan (the output says\n"
+    "why); 2 bad usage or bad input\n";
 
-int cmd_search(int argc, char **argv) { return cli_not_implemented("search", usage, argc, argv); }
+/* ---- options ----------------------------------------------------------------------------- */
+
+enum { O_BASE = 256, O_SPACE = 512 };
+enum {
+  O_MODEL = O_BASE, O_CLUSTER, O_GPUS, O_GBS, O_METHOD, O_TOP, O_SIMULATE, O_THREADS,
+  O_TIME_LIMIT, O_GAP, O_ISLAND, O_ALPA, O_LAYER_CLUSTERS, O_CALIBRATION, O_DB, O_JSON
+};
+
+static const struct option fixed_longs[] = {
+    {"model", required_argument, NULL, O_MODEL},
+    {"cluster", required_argument, NULL, O_CLUSTER},
+    {"gpus", required_argument, NULL, O_GPUS},
+    {"gbs", required_argument, NULL, O_GBS},
+    {"method", required_argument, NULL, O_METHOD},
+    {"top", required_argument, NULL, O_TOP},
+    {"simulate", required_argument, NULL, O_SIMULATE},
+    {"threads", required_argument, NULL, O_THREADS},
+    {"time-limit", required_argument, NULL, O_TIME_LIMIT},
+    {"gap", required_argument, NULL, O_GAP},
+    {"island", required_argument, NULL, O_ISLAND},
+    {"alpa-defaults", no_argument, NULL, O_ALPA},
+    {"layer-clusters", required_argument, NULL, O_LAYER_CLUSTERS},
+    {"calibration", required_argument, NULL, O_CALIBRATION},
+    {"db", required_argument, NULL, O_DB},
+    {"json", no_argument, NULL, O_JSON},
+    {"help", no_argument, NULL, 'h'},
+};
+#define NFIXED (sizeof fixed_longs / sizeof fixed_longs[0])
+#define MAX_SPACE_OPTS 64
+
+static void print_usage(void) {
+  fputs(usage_head, stdout);
+  for (size_t i = 0; i < search_space_opt_count(); i++) {
+    const search_space_opt *o = search_space_opt_get(i);
+    char left[40];
+    snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    printf("  %-18s %s\n", left, o->help);
+  }
+  fputs(usage_tail, stdout);
+}
+
+typedef struct args {
+  const char *model, *cluster, *method_name, *db, *island, *calibration;
+  int gpus, gbs, top, simulate, threads, layer_clusters, alpa, json;
+  double time_limit_s, gap;
+  int gap_set;
+  /* space options in the order given: applied once the space exists */
+  int nspace;
+  const char *space_name[MAX_SPACE_OPTS], *space_value[MAX_SPACE_OPTS];
+} args;
+
+/* A number of seconds or a gap: finite and >= 0. */
+static int parse_nonneg(const char *opt, const char *val, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(val, &end);
+  if (errno || end == val || *end || !isfinite(v) || v < 0)
+    return cli_usage_error(CMD, "%s: '%s' is not a number >= 0", opt, val);
+  *out = v;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, args *a) {
+  struct option longs[NFIXED + MAX_SPACE_OPTS + 1];
+  size_t n = 0;
+  for (size_t i = 0; i < NFIXED; i++) longs[n++] = fixed_longs[i];
+  for (size_t i = 0; i < search_space_opt_count() && i < MAX_SPACE_OPTS; i++) {
+    const search_space_opt *o = search_space_opt_get(i);
+    longs[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL,
+                                 O_SPACE + (int)i};
+  }
+  longs[n] = (struct option){NULL, 0, NULL, 0};
+  memset(a, 0, sizeof *a);
+  a->db = STORE_DEFAULT_PATH;
+  a->top = 10;
+  a->gap = 0.01;
+  int first = 1, c;
+  while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
+    switch (c) {
+    case 'h': print_usage(); return -1;
+    case O_MODEL: a->model = optarg; break;
+    case O_CLUSTER: a->cluster = optarg; break;
+    case O_GPUS:
+      if (cli_int(CMD, "--gpus", optarg, 1, SPEC_MAX_GPUS, &a->gpus)) return 2;
+      break;
+    case O_GBS:
+      if (cli_int(CMD, "--gbs", optarg, 1, 1 << 30, &a->gbs)) return 2;
+      break;
+    case O_METHOD: a->method_name = optarg; break;
+    case O_TOP:
+      if (cli_int(CMD, "--top", optarg, 1, 1000, &a->top)) return 2;
+      break;
+    case O_SIMULATE:
+      if (cli_int(CMD, "--simulate", optarg, 0, 1000, &a->simulate)) return 2;
+      break;
+    case O_THREADS:
+      if (cli_int(CMD, "--threads", optarg, 0, 256, &a->threads)) return 2;
+      break;
+    case O_TIME_LIMIT:
+      if (parse_nonneg("--time-limit", optarg, &a->time_limit_s)) return 2;
+      break;
+    case O_GAP:
+      if (parse_nonneg("--gap", optarg, &a->gap)) return 2;
+      a->gap_set = 1;
+      break;
+    case O_ISLAND:
+      if (strcmp(optarg, "node") && strcmp(optarg, "domain"))
+        return cli_usage_error(CMD, "--island: '%s' is not node or domain", optarg);
+      a->island = optarg;
+      break;
+    case O_ALPA: a->alpa = 1; break;
+    case O_LAYER_CLUSTERS:
+      if (cli_int(CMD, "--layer-clusters", optarg, 1, 1 << 20, &a->layer_clusters)) return 2;
+      break;
+    case O_CALIBRATION: a->calibration = optarg; break;
+    case O_DB: a->db = optarg; break;
+    case O_JSON: a->json = 1; break;
+    default:
+      if (c >= O_SPACE && c < O_SPACE + MAX_SPACE_OPTS && a->nspace < MAX_SPACE_OPTS) {
+        a->space_name[a->nspace] = search_space_opt_get((size_t)(c - O_SPACE))->name;
+        a->space_value[a->nspace++] = optarg;
+        break;
+      }
+      return 2;
+    }
+  }
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (!a->model || !a->cluster || !a->gbs || !a->method_name)
+    return cli_usage_error(CMD, "--model, --cluster, --gbs and --method are required");
+  if (a->simulate > a->top)
+    return cli_usage_error(CMD, "--simulate %d: at most --top (%d) plans are kept", a->simulate,
+                           a->top);
+  return 0;
+}
+
+/* Options of one method given to another: bad usage. */
+static int check_method_opts(const args *a, search_method m) {
+  if (m != SEARCH_GLOBAL && a->gap_set)
+    return cli_usage_error(CMD, "--gap is an option of --method global");
+  if (m != SEARCH_TWO_LEVEL && (a->island || a->alpa || a->layer_clusters))
+    return cli_usage_error(CMD, "--island, --alpa-defaults and --layer-clusters are options of "
+                                "--method two-level");
+  return 0;
+}
+
+/* --calibration: none (or absent) is all there is until calibrations are stored. */
+static int check_calibration(const char *cal) {
+  if (!cal || !strcmp(cal, "none")) return 0;
+  char *end;
+  long id = strtol(cal, &end, 10);
+  if (strcmp(cal, "latest") && (end == cal || *end || id < 1))
+    return cli_usage_error(CMD, "--calibration: '%s' is not an id, latest or none", cal);
+  pp_err err = {0};
+  pp_err_set(&err, PP_NOTFOUND, "--calibration %s: no calibrations exist yet", cal);
+  return cli_fail(CMD, &err);
+}
+
+/* The key of the run in the store: the options that change its result, in a fixed order. */
+static void run_key(const search_opts *o, char *buf, size_t n) {
+  char space[512];
+  search_space_describe(&o->space, space, sizeof space);
+  int k = snprintf(buf, n, "gbs=%d,top=%d%s%s", o->space.gbs, o->top, space[0] ? "," : "", space);
+  if (k < 0 || (size_t)k >= n) return;
+  if (o->method == SEARCH_GLOBAL)
+    snprintf(buf + k, n - (size_t)k, ",gap=%.17g", o->gap);
+  else if (o->method == SEARCH_TWO_LEVEL)
+    snprintf(buf + k, n - (size_t)k, ",island=%s%s,layer-clusters=%d",
+             o->island_domain ? "domain" : "node", o->alpa_defaults ? ",alpa-defaults" : "",
+             o->layer_clusters);
+}
+
+/* ---- the job: MPI below the CLI (be_job_*), seen by the search through search_comm ------ */
+
+typedef struct job {
+  int rank, size;
+} job;
+
+static int job_init(job *j, pp_err *err) {
+  if (be_job_init(0, err)) return err->code; /* MPI starts when a launcher started us */
+  j->rank = be_job_rank();
+  j->size = be_job_size();
+  return PP_OK;
+}
+
+static int job_gather(void *ctx, const void *buf, size_t n, void **all, size_t **lens,
+                      pp_err *err) {
+  const job *j = ctx;
+  size_t all_n = 0, *l = NULL;
+  *lens = NULL;
+  if (j->rank == 0 && !(l = calloc((size_t)j->size, sizeof *l))) {
+    fprintf(stderr, "podplan %s: rank 0: out of memory\n", CMD);
+    be_job_abort(1); /* the other ranks would wait in the gather forever */
+  }
+  int rc = be_job_gather_bytes(buf, n, all, &all_n, l, err);
+  if (rc || j->rank != 0) {
+    free(l);
+    return rc;
+  }
+  *lens = l;
+  return PP_OK;
+}
+
+static int job_bcast(void *ctx, void **buf, size_t *n, pp_err *err) {
+  const job *j = ctx;
+  void *copy = NULL;
+  size_t cn = 0;
+  int rc = be_job_bcast_bytes(j->rank == 0 ? *buf : NULL, j->rank == 0 ? *n : 0, &copy, &cn, err);
+  if (!rc && j->rank != 0) {
+    *buf = copy;
+    *n = cn;
+  }
+  return rc;
+}
+
+/* ---- checkpoints and progress -------------------------------------------------------------- */
+
+typedef struct run_ctx {
+  const args *a;
+  store *st;           /* rank 0 */
+  int64_t run_id;
+  int tty;             /* stderr is a terminal: show progress */
+  int shown;           /* a progress line is on the screen */
+  pp_err err;          /* why a checkpoint failed */
+} run_ctx;
+
+/* Scored plans of search entries, for the store (breakdowns as JSON text, freed by free_scored). */
+static store_scored_plan *to_scored(const search_entry *e, int n) {
+  store_scored_plan *s = calloc((size_t)(n ? n : 1), sizeof *s);
+  if (!s) return NULL;
+  for (int i = 0; i < n; i++) {
+    json_t *bd = cli_breakdown_json(&e[i].cm.t);
+    s[i].plan = &e[i].plan;
+    s[i].score = (store_score){.iter_time_s = e[i].cm.iter_time_s,
+                               .tokens_per_s = e[i].cm.tokens_per_s, .mfu = e[i].cm.mfu,
+                               .mem_gib = e[i].cm.mem_gib_per_gpu, .feasible = e[i].cm.feasible,
+                               .breakdown_json = bd ? json_dumps(bd, JSON_COMPACT) : NULL};
+    json_decref(bd);
+  }
+  return s;
+}
+
+static void free_scored(store_scored_plan *s, int n) {
+  if (!s) return;
+  for (int i = 0; i < n; i++) free((char *)s[i].score.breakdown_json);
+  free(s);
+}
+
+static int on_unit(const search_unit_report *r, void *vctx) {
+  run_ctx *x = vctx;
+  if (!x->st) return 0; /* ranks other than 0 keep nothing: rank 0 stores the merged result */
+  store_scored_plan *sp = to_scored(r->top, r->ntop);
+  if (!sp) {
+    pp_err_set(&x->err, PP_NOMEM, "search: out of memory");
+    return 1;
+  }
+  store_search_unit u = {r->unit, r->evaluations, r->feasible, r->pruned, r->bound_s,
+                         r->complete, sp, r->ntop};
+  int rc = store_search_unit_done(x->st, x->run_id, &u, &x->err);
+  free_scored(sp, r->ntop);
+  return rc != PP_OK;
+}
+
+static void human(double v, char *buf, size_t n) {
+  if (v >= 1e9)
+    snprintf(buf, n, "%.2fG", v / 1e9);
+  else if (v >= 1e6)
+    snprintf(buf, n, "%.2fM", v / 1e6);
+  else if (v >= 1e3)
+    snprintf(buf, n, "%.1fk", v / 1e3);
+  else
+    snprintf(buf, n, "%.0f", v);
+}
+
+static void on_progress(const search_progress *p, void *vctx) {
+  run_ctx *x = vctx;
+  if (!x->tty || p->elapsed_s < 1.0) return;
+  char done[32], total[40] = "", rate[32], line[256];
+  human((double)p->done, done, sizeof done);
+  if (p->total > 0) {
+    total[0] = '/';
+    human((double)p->total, total + 1, sizeof total - 1);
+  }
+  human(p->evals_per_s, rate, sizeof rate);
+  int k = snprintf(line, sizeof line, "  units %d/%d  %s%s evaluations (%s/s)", p->units_done,
+                   p->units, done, total, rate);
+  if (p->best_s > 0 && k > 0 && (size_t)k < sizeof line)
+    k += snprintf(line + k, sizeof line - (size_t)k, "  best %.4f s", p->best_s);
+  if (p->bound_s > 0 && k > 0 && (size_t)k < sizeof line)
+    snprintf(line + k, sizeof line - (size_t)k, "  bound %.4f s  gap %.2f%%", p->bound_s,
+             100 * p->gap);
+  fprintf(stderr, "\r%s\033[K", line);
+  fflush(stderr);
+  x->shown = 1;
+}
+
+static void progress_clear(run_ctx *x) {
+  if (x->shown) fputs("\r\033[K", stderr);
+  x->shown = 0;
+}
+
+/* ---- the resume state, identical on every rank ------------------------------------------ */
+
+/* Rank 0 opens the store and begins (or resumes) the run; every rank gets units_done. A
+ * failure on rank 0 is broadcast, so that every rank stops. */
+static int begin_run(const args *a, const job *j, const search_comm *comm, const search_opts *o,
+                     const spec_model *m, const spec_cluster *c, int units, run_ctx *x,
+                     store_search_state *state, unsigned char **units_done, pp_err *err) {
+  int rc = PP_OK;
+  *units_done = NULL;
+  memset(state, 0, sizeof *state);
+  if (j->rank == 0) {
+    char key[1024];
+    run_key(o, key, sizeof key);
+    char space[512];
+    search_space_describe(&o->space, space, sizeof space);
+    json_t *pj = json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:s}", "method",
+                           search_method_name(o->method), "gbs", o->space.gbs, "top", o->top,
+                           "simulate", a->simulate, "threads", o->threads, "time_limit_s",
+                           o->time_limit_s, "space", space);
+    if (o->method == SEARCH_GLOBAL) json_object_set_new(pj, "gap", json_real(o->gap));
+    if (o->method == SEARCH_TWO_LEVEL) {
+      json_object_set_new(pj, "island", json_string(o->island_domain ? "domain" : "node"));
+      json_object_set_new(pj, "alpa_defaults", json_boolean(o->alpa_defaults));
+      json_object_set_new(pj, "layer_clusters", json_integer(o->layer_clusters));
+    }
+    json_object_set_new(pj, "ranks", json_integer(j->size));
+    char *pjs = json_dumps(pj, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(pj);
+    rc = store_open(a->db, NULL, &x->st, err);
+    if (!rc)
+      rc = store_search_begin(x->st, search_method_name(o->method), m, c, key, pjs, units, state,
+                              err);
+    free(pjs);
+    if (!rc) x->run_id = state->run_id;
+  }
+  if (!comm) {
+    if (!rc) *units_done = state->units_done;
+    return rc;
+  }
+  /* rank 0's outcome and units_done to every rank: [code][units bytes] */
+  size_t n = (size_t)units + 1;
+  void *buf = NULL;
+  if (j->rank == 0) {
+    unsigned char code[1], *b = calloc(n, 1);
+    if (!b && !rc) rc = pp_err_set(err, PP_NOMEM, "search: out of memory");
+    if (rc) { /* the code alone */
+      free(b);
+      b = NULL;
+      n = 1;
+    }
+    unsigned char *send = b ? b : code;
+    send[0] = (unsigned char)rc;
+    if (!rc) memcpy(send + 1, state->units_done, (size_t)units);
+    buf = send;
+    pp_err berr = {0};
+    comm->bcast(comm->ctx, &buf, &n, &berr);
+    free(b);
+    if (!rc) *units_done = state->units_done;
+    return rc;
+  }
+  if (comm->bcast(comm->ctx, &buf, &n, err)) return err->code;
+  unsigned char *b = buf;
+  if (n < 1 || b[0]) {
+    rc = n >= 1 ? b[0] : PP_INTERNAL;
+    free(buf);
+    return pp_err_set(err, rc, "rank 0 could not begin the search run"); /* not printed */
+  }
+  if (n != (size_t)units + 1) {
+    free(buf);
+    return pp_err_set(err, PP_INTERNAL, "search: ranks disagree on the units (%zu, %d)", n - 1,
+                      units);
+  }
+  memmove(b, b + 1, (size_t)units);
+  *units_done = b; /* freed by the caller (state->units_done is NULL here) */
+  return PP_OK;
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+/* "0-7" or "0-3,8-11" */
+static void gpu_ranges(const int *g, int n, char *buf, size_t cap) {
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && k < cap;) {
+    int j = i;
+    while (j + 1 < n && g[j + 1] == g[j] + 1) j++;
+    int w = j > i ? snprintf(buf + k, cap - k, "%s%d-%d", k ? "," : "", g[i], g[j])
+                  : snprintf(buf + k, cap - k, "%s%d", k ? "," : "", g[i]);
+    if (w < 0) break;
+    k += (size_t)w;
+    i = j + 1;
+  }
+}
+
+static void print_plan_text(const spec_plan *p, const char *indent) {
+  char s[SPEC_PLAN_STR_MAX];
+  if (!p->nstages && !spec_plan_format(p, s, sizeof s, NULL)) {
+    printf("%s\n", s);
+    return;
+  }
+  printf("non-uniform: %d stage%s, %d microbatch%s, sp=%d, zero=%d, schedule=%s\n", p->nstages,
+         p->nstages == 1 ? "" : "s", p->microbatches, p->microbatches == 1 ? "" : "es", p->sp,
+         p->zero, spec_schedule_name(p->schedule));
+  for (int i = 0; i < p->nstages; i++) {
+    const spec_stage *st = &p->stages[i];
+    char g[256], ep[24] = "";
+    gpu_ranges(st->gpus, st->ngpus, g, sizeof g);
+    if (st->ep > 1) snprintf(ep, sizeof ep, ", ep %d", st->ep);
+    printf("%sstage %d: layers %d-%d, GPUs %s, tp/cp/dp %d/%d/%d%s, recompute %s\n", indent, i,
+           st->layer_begin, st->layer_end - 1, g, st->tp, st->cp, st->dp, ep,
+           spec_recompute_name(st->recompute));
+  }
+}
+
+static json_t *plan_json(const spec_plan *p) {
+  char s[SPEC_PLAN_STR_MAX];
+  if (!p->nstages && !spec_plan_format(p, s, sizeof s, NULL)) return json_string(s);
+  char *j = spec_plan_json(p);
+  json_t *o = j ? json_loads(j, 0, NULL) : NULL;
+  free(j);
+  return o ? o : json_null();
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+typedef struct simmed {
+  int n;        /* simulated: top[0 .. n-1] */
+  int *rank;    /* [n]: 1-based rank by simulated time */
+  int chosen;   /* index of the plan chosen (fastest simulated; 0 without simulation) */
+  int64_t best_plan_id; /* the chosen plan's id in the store */
+} simmed;
+
+/* Re-scores the best K with the simulator and stores the scores. */
+static int simulate_top(const args *a, cm_model *cm, search_result *r, run_ctx *x, simmed *sm,
+                        pp_err *err) {
+  int k = a->simulate < r->ntop ? a->simulate : r->ntop;
+  sm->n = 0;
+  sm->chosen = 0;
+  if (!k) return PP_OK;
+  int64_t *ids = calloc((size_t)k, sizeof *ids);
+  if (!ids || !(sm->rank = calloc((size_t)k, sizeof *sm->rank))) {
+    free(ids);
+    return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  }
+  sim_opts so = {SIM_FAST, NULL, 0};
+  for (int i = 0; i < k; i++) {
+    search_entry *e = &r->top[i];
+    sim_result sr;
+    memset(&sr, 0, sizeof sr);
+    if (sim_run(cm, &e->plan, &so, &sr, err)) {
+      sim_result_clear(&sr);
+      free(ids);
+      return pp_err_prefix(err, "simulating plan %d of %d", i + 1, k);
+    }
+    e->simulated = 1;
+    e->sim_iter_s = sr.iter_time_s;
+    cm_result at = e->cm;
+    cm_throughput(cm, &e->plan, sr.iter_time_s, &at);
+    json_t *bd = cli_breakdown_json(&sr.t);
+    json_object_set_new(bd, "sim_wall_s", json_real(sr.sim_wall_s));
+    json_object_set_new(bd, "messages", json_integer((json_int_t)sr.messages));
+    char *bds = json_dumps(bd, JSON_COMPACT);
+    json_decref(bd);
+    store_scored_plan sp = {&e->plan, {.iter_time_s = sr.iter_time_s,
+                                       .tokens_per_s = at.tokens_per_s, .mfu = at.mfu,
+                                       .mem_gib = e->cm.mem_gib_per_gpu,
+                                       .feasible = e->cm.feasible, .breakdown_json = bds}};
+    int rc = store_search_sim_score(x->st, x->run_id, &sp, &ids[i], err);
+    free(bds);
+    sim_result_clear(&sr);
+    if (rc) {
+      free(ids);
+      return rc;
+    }
+    sm->n = i + 1;
+  }
+  for (int i = 0; i < k; i++) {
+    int rank = 1;
+    for (int j = 0; j < k; j++)
+      if (r->top[j].sim_iter_s < r->top[i].sim_iter_s ||
+          (r->top[j].sim_iter_s == r->top[i].sim_iter_s && j < i))
+        rank++;
+    sm->rank[i] = rank;
+    if (rank == 1) sm->chosen = i;
+  }
+  sm->best_plan_id = ids[sm->chosen];
+  free(ids);
+  return PP_OK;
+}
+
+static void print_text(const args *a, const spec_model *m, const spec_cluster *c,
+                       const search_result *r, const run_ctx *x, const store_search_state *st,
+                       const simmed *sm, int threads, int ranks) {
+  char rate[32];
+  human(r->wall_s > 0 ? (double)r->evaluations / r->wall_s : 0, rate, sizeof rate);
+  if (r->method != SEARCH_EXHAUSTIVE)
+    printf("space: %.0f plans\n", r->space_size);
+  printf("%s: %lld evaluations, %lld fit, %lld pruned; %d of %d units%s; %.2f s (%s evals/s), "
+         "%d thread%s%s",
+         search_method_name(r->method), r->evaluations, r->feasible, r->pruned, r->units_done,
+         r->units, r->complete ? "" : " (stopped early)", r->wall_s, rate, threads,
+         threads == 1 ? "" : "s", ranks > 1 ? "" : "\n");
+  if (ranks > 1) printf(" x %d ranks\n", ranks);
+  printf("search run %lld in %s", (long long)x->run_id, a->db);
+  if (st->resumed)
+    printf(" (resumed: %d of %d units were done)", st->nunits_done, st->units);
+  printf("\n");
+  if (r->method == SEARCH_GLOBAL && r->lower_bound_s > 0)
+    printf("lower bound %.4f s; gap %.2f%%\n", r->lower_bound_s, 100 * r->gap);
+  if (r->note[0]) printf("%s\n", r->note);
+  if (!r->ntop) {
+    printf("no feasible plan: %s\n", r->why);
+    return;
+  }
+  printf("\n%4s %10s %6s %8s", "rank", "iter s", "MFU", "mem GiB");
+  if (sm->n) printf(" %10s %4s", "sim s", "sim");
+  printf("  plan\n");
+  for (int i = 0; i < r->ntop; i++) {
+    const search_entry *e = &r->top[i];
+    printf("%4d %10.4f %5.1f%% %8.2f", i + 1, e->cm.iter_time_s, 100 * e->cm.mfu,
+           e->cm.mem_gib_per_gpu);
+    if (sm->n) {
+      if (i < sm->n)
+        printf(" %10.4f %3d%s", e->sim_iter_s, sm->rank[i], sm->rank[i] != i + 1 ? "*" : " ");
+      else
+        printf(" %10s %4s", "", "");
+    }
+    printf("  ");
+    print_plan_text(&e->plan, "        ");
+  }
+  if (sm->n) {
+    int moved = 0;
+    for (int i = 0; i < sm->n; i++) moved += sm->rank[i] != i + 1;
+    printf("%s\n", moved ? "* the simulator ranks this plan differently from the cost model"
+                         : "the simulator keeps the cost model's ranking");
+  }
+  const search_entry *b = &r->top[sm->chosen];
+  printf("\nbest (plan %lld in %s): ", (long long)sm->best_plan_id, a->db);
+  print_plan_text(&b->plan, "  ");
+  printf("  %.4f s per iteration (cost model)", b->cm.iter_time_s);
+  if (b->simulated) printf(", %.4f s simulated", b->sim_iter_s);
+  printf(", MFU %.1f%%, %.2f GiB per GPU (%s, %d GPUs, gbs %d)\n", 100 * b->cm.mfu,
+         b->cm.mem_gib_per_gpu, m->name, c->gpus, a->gbs);
+}
+
+static void print_json(const args *a, const spec_model *m, const spec_cluster *c,
+                       const search_result *r, const run_ctx *x, const store_search_state *st,
+                       const simmed *sm, int ranks) {
+  json_t *o = json_object();
+  const search_entry *b = r->ntop ? &r->top[sm->chosen] : NULL;
+  json_object_set_new(o, "method", json_string(search_method_name(r->method)));
+  json_object_set_new(o, "evaluations", json_integer(r->evaluations));
+  json_object_set_new(o, "wall_s", json_real(r->wall_s));
+  json_object_set_new(o, "best", b ? plan_json(&b->plan) : json_null());
+  json_object_set_new(o, "best_plan_id", b ? json_integer(sm->best_plan_id) : json_null());
+  json_object_set_new(o, "best_iter_time_s", b ? json_real(b->cm.iter_time_s) : json_null());
+  if (b && b->simulated)
+    json_object_set_new(o, "best_sim_iter_time_s", json_real(b->sim_iter_s));
+  if (r->method == SEARCH_GLOBAL) {
+    json_object_set_new(o, "lower_bound_s",
+                        r->lower_bound_s > 0 ? json_real(r->lower_bound_s) : json_null());
+    json_object_set_new(o, "gap", r->lower_bound_s > 0 ? json_real(r->gap) : json_null());
+  }
+  json_object_set_new(o, "space_size", json_real(r->space_size));
+  json_object_set_new(o, "plans_found", json_integer(r->feasible));
+  json_object_set_new(o, "pruned", json_integer(r->pruned));
+  json_object_set_new(o, "units", json_integer(r->units));
+  json_object_set_new(o, "units_done", json_integer(r->units_done));
+  json_object_set_new(o, "complete", json_boolean(r->complete));
+  json_object_set_new(o, "search_run_id", json_integer(x->run_id));
+  json_object_set_new(o, "resumed", json_boolean(st->resumed));
+  json_object_set_new(o, "ranks", json_integer(ranks));
+  json_object_set_new(o, "model", json_string(m->name));
+  json_object_set_new(o, "cluster", json_string(c->name));
+  json_object_set_new(o, "gpus", json_integer(c->gpus));
+  json_object_set_new(o, "gbs", json_integer(a->gbs));
+  json_t *top = json_array();
+  for (int i = 0; i < r->ntop; i++) {
+    const search_entry *e = &r->top[i];
+    json_t *t = json_pack("{s:i, s:o, s:f, s:f, s:f, s:f}", "rank", i + 1, "plan",
+                          plan_json(&e->plan), "iter_time_s", e->cm.iter_time_s, "mfu", e->cm.mfu,
+                          "tokens_per_s", e->cm.tokens_per_s, "mem_gib_per_gpu",
+                          e->cm.mem_gib_per_gpu);
+    if (e->simulated) {
+      json_object_set_new(t, "sim_iter_time_s", json_real(e->sim_iter_s));
+      json_object_set_new(t, "sim_rank", json_integer(sm->rank[i]));
+    }
+    json_array_append_new(top, t);
+  }
+  json_object_set_new(o, "top", top);
+  if (!r->ntop) json_object_set_new(o, "why", json_string(r->why));
+  if (r->note[0]) json_object_set_new(o, "note", json_string(r->note));
+  json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+  putchar('\n');
+  json_decref(o);
+}
+
+/* Prints err on rank 0 (errors of other ranks too, prefixed), then takes the job down when
+ * other ranks may be waiting. */
+static int fail(const job *j, const pp_err *err, int abort_job) {
+  int st = pp_exit_status(err->code);
+  if (j->rank == 0 || abort_job) {
+    if (j->rank == 0)
+      cli_fail(CMD, err);
+    else
+      fprintf(stderr, "podplan %s: rank %d: %s\n", CMD, j->rank, err->msg);
+  }
+  if (abort_job && j->size > 1) be_job_abort(st ? st : 1);
+  return st;
+}
+
+int cmd_search(int argc, char **argv) {
+  args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  /* until MPI starts, errors every rank finds alike are printed by the first one only */
+  const job pre = {be_job_launcher_rank(), 1};
+  pp_err err = {0};
+  search_method method;
+  if (search_method_parse(a.method_name, &method, &err)) return fail(&pre, &err, 0);
+  if ((rc = check_method_opts(&a, method)) || (rc = check_calibration(a.calibration))) return rc;
+
+  search_opts o;
+  search_opts_default(method, a.gbs, &o);
+  for (int i = 0; i < a.nspace; i++)
+    if (search_space_set(&o.space, a.space_name[i], a.space_value[i], &err))
+      return fail(&pre, &err, 0);
+  o.top = a.top;
+  o.threads = a.threads;
+  o.time_limit_s = a.time_limit_s;
+  o.gap = a.gap;
+  o.island_domain = a.island && !strcmp(a.island, "domain");
+  o.alpa_defaults = a.alpa;
+  o.layer_clusters = a.layer_clusters;
+
+  spec_model m;
+  spec_cluster c;
+  if (spec_model_load(a.model, &m, &err) || spec_cluster_load(a.cluster, a.gpus, &c, &err) ||
+      spec_pair_validate(&m, &c, &err))
+    return fail(&pre, &err, 0);
+  cm_params prm;
+  cm_params_default(&m, &prm);
+
+  job j;
+  if (job_init(&j, &err)) return fail(&pre, &err, 0);
+  search_comm comm = {j.rank, j.size, job_gather, job_bcast, &j};
+  if (j.size > 1) o.comm = &comm;
+
+  cm_model *cm = NULL;
+  search_uspace *us = NULL;
+  run_ctx x = {.a = &a, .tty = isatty(2)};
+  store_search_state state;
+  memset(&state, 0, sizeof state);
+  unsigned char *units_done = NULL;
+  search_entry *prior = NULL;
+  search_result r;
+  memset(&r, 0, sizeof r);
+  simmed sm = {0};
+  int units = 0, status = 0;
+  int threads = o.threads;
+  if (threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = n > 0 ? (int)n : 1;
+  }
+
+  /* errors every rank finds alike (the cost model, the units) need no abort */
+  if (cm_model_create(&m, &c, &prm, &cm, &err) || search_units(cm, &o, &units, &err)) {
+    status = fail(&j, &err, 0);
+    goto done;
+  }
+  if (j.rank == 0 && !a.json) {
+    printf("%s on %s (%d GPUs), global batch %d, method %s\n", m.name, c.name, c.gpus, a.gbs,
+           search_method_name(method));
+    if (method == SEARCH_EXHAUSTIVE) {
+      /* the exhaustive method searches the uniform space: its size is known before */
+      if (search_uspace_build(&o.space, &m, &c, &us, &err)) {
+        status = fail(&j, &err, 0);
+        goto done;
+      }
+      printf("space: %zu plans in %d units\n", search_uspace_size(us), units);
+      fflush(stdout);
+    }
+  }
+  if (begin_run(&a, &j, o.comm, &o, &m, &c, units, &x, &state, &units_done, &err)) {
+    status = j.rank == 0 ? fail(&j, &err, 0) : pp_exit_status(err.code);
+    goto done;
+  }
+  o.units_done = units_done;
+  o.nunits_done = (size_t)units;
+  if (j.rank == 0 && state.nplans) {
+    if (!(prior = calloc((size_t)state.nplans, sizeof *prior))) {
+      pp_err_set(&err, PP_NOMEM, "search: out of memory");
+      status = fail(&j, &err, 1);
+      goto done;
+    }
+    for (int i = 0; i < state.nplans; i++) {
+      prior[i].plan = state.plans[i].plan; /* borrowed: the search copies what it keeps */
+      prior[i].cm.iter_time_s = state.plans[i].iter_time_s;
+      prior[i].cm.mfu = state.plans[i].mfu;
+      prior[i].cm.mem_gib_per_gpu = state.plans[i].mem_gib;
+      prior[i].cm.feasible = 1;
+      prior[i].unit = state.plans[i].unit;
+    }
+    o.prior = prior;
+    o.nprior = state.nplans;
+  }
+  o.prior_evaluations = state.evaluations;
+  o.prior_feasible = state.feasible;
+  o.prior_pruned = state.pruned;
+  o.prior_bound_s = state.bound_s;
+  o.on_unit = on_unit;
+  o.progress = on_progress;
+  o.ctx = &x;
+
+  rc = search_run(cm, &o, &r, &err);
+  progress_clear(&x);
+  if (rc) {
+    if (x.err.code) err = x.err; /* a checkpoint failed: say why */
+    if (x.st) store_search_fail(x.st, x.run_id, NULL);
+    status = fail(&j, &err, 1);
+    goto done;
+  }
+  if (j.rank != 0) goto done;
+
+  /* rank 0: the run's end, the funnel, the report */
+  if (!r.ntop && !r.complete) { /* what a time limit cut short says nothing of the rest */
+    char why[sizeof r.why];
+    int closest = r.feasible == 0 && r.evaluations > 0 && !strncmp(r.why, "the closest", 11);
+    snprintf(why, sizeof why,
+             "the time limit (%g s) stopped the search after %lld evaluations%s%.180s",
+             o.time_limit_s, r.evaluations, closest ? "; " : "", closest ? r.why : "");
+    memcpy(r.why, why, sizeof why);
+  }
+  store_scored_plan *sp = to_scored(r.top, r.ntop);
+  store_search_summary sum = {r.evaluations, r.feasible, r.pruned, r.units_done, r.complete,
+                              r.space_size, r.wall_s, r.lower_bound_s, r.gap, sp, r.ntop};
+  rc = sp ? store_search_finish(x.st, x.run_id, &sum, &sm.best_plan_id, &err)
+          : pp_err_set(&err, PP_NOMEM, "search: out of memory");
+  free_scored(sp, r.ntop);
+  if (rc || simulate_top(&a, cm, &r, &x, &sm, &err)) {
+    status = fail(&j, &err, 0);
+    goto done;
+  }
+  if (a.json)
+    print_json(&a, &m, &c, &r, &x, &state, &sm, j.size);
+  else
+    print_text(&a, &m, &c, &r, &x, &state, &sm, threads, j.size);
+  status = r.ntop ? 0 : 1;
+
+done:
+  free(sm.rank);
+  search_result_clear(&r);
+  free(prior);
+  if (units_done != state.units_done) free(units_done);
+  store_search_state_clear(&state);
+  store_close(x.st);
+  search_uspace_free(us);
+  cm_model_destroy(cm);
+  be_job_finalize();
+  return status;
+}

@@ -166,8 +166,11 @@ void store_rollback(store *s) {
 }
 
 int store_count(store *s, const char *table, int64_t *n, pp_err *err) {
-  static const char *const tables[] = {"models",      "clusters", "plans",        "calibrations",
-                                       "search_runs", "scores",   "measurements", NULL};
+  static const char *const tables[] = {"models",       "clusters",
+                                       "plans",        "calibrations",
+                                       "search_runs",  "search_checkpoints",
+                                       "search_checkpoint_plans", "scores",
+                                       "measurements", NULL};
   int known = 0;
   for (int i = 0; tables[i]; i++) known |= strcmp(tables[i], table) == 0;
   if (!known) return pp_err_set(err, PP_INPUT, "%s: no table '%.40s'", s->path, table);

@@ -26,5 +26,7 @@ int store__version(sqlite3 *db, const char *path, int *version, pp_err *err);
 /* Converts an SQLite failure into a pp_err naming the file and what was being done. */
 int store__fail(sqlite3 *db, const char *path, const char *what, int rc, pp_err *err);
 int store__exec(sqlite3 *db, const char *path, const char *sql, const char *what, pp_err *err);
+/* Prepares sql on the store's database; PP_DB (naming the file) when it cannot. */
+int store__prepare(store *s, const char *sql, sqlite3_stmt **st, pp_err *err);
 
 #endif

@@ -11,7 +11,7 @@ const char *store_source_name(store_source s) {
   return (unsigned)s < 4 ? source_names[s] : "?";
 }
 
-static int prepare(store *s, const char *sql, sqlite3_stmt **st, pp_err *err) {
+int store__prepare(store *s, const char *sql, sqlite3_stmt **st, pp_err *err) {
   int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
   if (rc != SQLITE_OK) return store__fail(s->db, s->path, "preparing a statement", rc, err);
   return PP_OK;
@@ -42,7 +42,7 @@ static int put_by_hash(store *s, const char *table, const char *insert_sql, char
   spec_hash(json, hash);
   sqlite3_stmt *st = NULL;
   int ret = PP_OK, rc;
-  if ((ret = prepare(s, insert_sql, &st, err))) goto done;
+  if ((ret = store__prepare(s, insert_sql, &st, err))) goto done;
   sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, json, -1, SQLITE_STATIC);
   bind_rest(st, arg);
@@ -54,7 +54,7 @@ static int put_by_hash(store *s, const char *table, const char *insert_sql, char
     goto done;
   }
   snprintf(sql, sizeof sql, "SELECT id, json FROM %s WHERE hash = ?", table);
-  if ((ret = prepare(s, sql, &st, err))) goto done;
+  if ((ret = store__prepare(s, sql, &st, err))) goto done;
   sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
   if (rc != SQLITE_ROW)
@@ -116,7 +116,7 @@ int store_put_plan(store *s, const spec_plan *p, int64_t *id, pp_err *err) {
 
 int store_get_plan(store *s, int64_t id, spec_plan *out, pp_err *err) {
   sqlite3_stmt *st = NULL;
-  if (prepare(s, "SELECT json FROM plans WHERE id = ?", &st, err)) return err->code;
+  if (store__prepare(s, "SELECT json FROM plans WHERE id = ?", &st, err)) return err->code;
   sqlite3_bind_int64(st, 1, id);
   int rc = sqlite3_step(st), ret;
   if (rc == SQLITE_ROW)
@@ -129,21 +129,60 @@ int store_get_plan(store *s, int64_t id, spec_plan *out, pp_err *err) {
   return ret;
 }
 
+int store_get_model(store *s, int64_t id, spec_model *out, pp_err *err) {
+  sqlite3_stmt *st = NULL;
+  if (store__prepare(s, "SELECT json FROM models WHERE id = ?", &st, err)) return err->code;
+  sqlite3_bind_int64(st, 1, id);
+  int rc = sqlite3_step(st), ret;
+  if (rc == SQLITE_ROW) {
+    char origin[64];
+    snprintf(origin, sizeof origin, "model %lld", (long long)id);
+    ret = spec_model_parse((const char *)sqlite3_column_text(st, 0),
+                           (size_t)sqlite3_column_bytes(st, 0), origin, out, err);
+  } else if (rc == SQLITE_DONE) {
+    ret = pp_err_set(err, PP_NOTFOUND, "%s: no model with id %lld", s->path, (long long)id);
+  } else {
+    ret = store__fail(s->db, s->path, "reading a model", rc, err);
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int store_plan_models(store *s, int64_t plan_id, int64_t *ids, int max, int *n, pp_err *err) {
+  sqlite3_stmt *st = NULL;
+  if (store__prepare(s,
+                     "SELECT model_id FROM scores WHERE plan_id = ? GROUP BY model_id"
+                     " ORDER BY max(id) DESC",
+                     &st, err))
+    return err->code;
+  sqlite3_bind_int64(st, 1, plan_id);
+  int rc, k = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (k < max) ids[k] = sqlite3_column_int64(st, 0);
+    k++;
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return store__fail(s->db, s->path, "reading a plan's models", rc, err);
+  *n = k;
+  return PP_OK;
+}
+
 int store_put_score(store *s, const store_score *sc, int64_t *id, pp_err *err) {
   if ((unsigned)sc->source > STORE_SRC_PUBLISHED)
     return pp_err_set(err, PP_INTERNAL, "%s: scores: bad source %d", s->path, (int)sc->source);
   sqlite3_stmt *st = NULL;
-  if (prepare(s,
-              "INSERT INTO scores (plan_id, model_id, cluster_id, source, calibration_id,"
-              " search_run_id, iter_time_s, tokens_per_s, mfu, mem_gib, feasible, breakdown_json)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-              " ON CONFLICT DO UPDATE SET iter_time_s = excluded.iter_time_s,"
-              " tokens_per_s = excluded.tokens_per_s, mfu = excluded.mfu,"
-              " mem_gib = excluded.mem_gib, feasible = excluded.feasible,"
-              " breakdown_json = excluded.breakdown_json,"
-              " created_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')"
-              " RETURNING id",
-              &st, err))
+  if (store__prepare(s,
+                     "INSERT INTO scores (plan_id, model_id, cluster_id, source, calibration_id,"
+                     " search_run_id, iter_time_s, tokens_per_s, mfu, mem_gib, feasible,"
+                     " breakdown_json)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                     " ON CONFLICT DO UPDATE SET iter_time_s = excluded.iter_time_s,"
+                     " tokens_per_s = excluded.tokens_per_s, mfu = excluded.mfu,"
+                     " mem_gib = excluded.mem_gib, feasible = excluded.feasible,"
+                     " breakdown_json = excluded.breakdown_json,"
+                     " created_at = strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+                     " RETURNING id",
+                     &st, err))
     return err->code;
   sqlite3_bind_int64(st, 1, sc->plan_id);
   sqlite3_bind_int64(st, 2, sc->model_id);
@@ -173,12 +212,12 @@ int store_put_measurements(store *s, const store_measurement *m, size_t n, size_
   size_t count = 0;
   sqlite3_stmt *st = NULL;
   if (own && store_begin(s, err)) return err->code;
-  if (prepare(s,
-              "INSERT INTO measurements (run_key, seq, kind, name, cluster_id, device, shape_json,"
-              " bytes, ranks, placement, time_s, algbw_gbps, busbw_gbps, source)"
-              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-              " ON CONFLICT (run_key, seq) DO NOTHING",
-              &st, err))
+  if (store__prepare(s,
+                     "INSERT INTO measurements (run_key, seq, kind, name, cluster_id, device,"
+                     " shape_json, bytes, ranks, placement, time_s, algbw_gbps, busbw_gbps, source)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                     " ON CONFLICT (run_key, seq) DO NOTHING",
+                     &st, err))
     goto fail;
   for (size_t i = 0; i < n; i++) {
     const store_measurement *r = &m[i];

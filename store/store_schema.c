@@ -1,5 +1,6 @@
 /* The schema, as an ordered list of migrations. Never edit a released step: add a new one.
- * Version 1 holds the tables of docs/specs.md (the store). */
+ * Version 1 holds the tables of docs/specs.md (the store); version 2 adds the search runs'
+ * keys and their per-unit checkpoints. */
 #include "store_int.h"
 
 const char *const store__migrations[] = {
@@ -90,6 +91,34 @@ const char *const store__migrations[] = {
     "  UNIQUE (run_key, seq));"
     "CREATE INDEX measurements_kind ON measurements (kind, name, cluster_id);"
     "CREATE INDEX scores_plan ON scores (model_id, cluster_id, source);",
+    /* 1 -> 2: search runs known by their key, checkpointed per work unit (resume) */
+    "ALTER TABLE search_runs ADD COLUMN params_key TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE search_runs ADD COLUMN units INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE search_runs ADD COLUMN units_done INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE search_runs ADD COLUMN feasible INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE search_runs ADD COLUMN pruned INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE search_runs ADD COLUMN complete INTEGER CHECK (complete IN (0, 1));"
+    "ALTER TABLE search_runs ADD COLUMN space_size REAL;"
+    "ALTER TABLE search_runs ADD COLUMN gap REAL;"
+    "CREATE INDEX search_runs_key ON search_runs"
+    "  (method, model_id, cluster_id, params_key, status);"
+    "CREATE TABLE search_checkpoints ("
+    "  id INTEGER PRIMARY KEY,"
+    "  search_run_id INTEGER NOT NULL REFERENCES search_runs(id),"
+    "  unit INTEGER NOT NULL CHECK (unit >= 0),"
+    "  evaluations INTEGER NOT NULL,"
+    "  feasible INTEGER NOT NULL,"
+    "  pruned INTEGER NOT NULL,"
+    "  bound_s REAL,"                       /* global: the unit's lower bound */
+    "  complete INTEGER NOT NULL CHECK (complete IN (0, 1)),"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"
+    "  UNIQUE (search_run_id, unit));"
+    "CREATE TABLE search_checkpoint_plans ("   /* a unit's best plans, fastest first */
+    "  checkpoint_id INTEGER NOT NULL REFERENCES search_checkpoints(id) ON DELETE CASCADE,"
+    "  rank INTEGER NOT NULL CHECK (rank >= 0),"
+    "  plan_id INTEGER NOT NULL REFERENCES plans(id),"
+    "  PRIMARY KEY (checkpoint_id, rank));"
+    "CREATE INDEX scores_run ON scores (search_run_id);",
 };
 
 const int store__nmigrations = (int)(sizeof store__migrations / sizeof store__migrations[0]);

@@ -1,7 +1,8 @@
 /* The job helpers (be_job_*): a process no launcher started is rank 0 of 1 and MPI stays off
- * unless asked; gathering bytes and execution results on rank 0 works alone and, run under
- * mpirun with 3 ranks, across ranks (each rank sends a different length; rank 0 gets them
- * concatenated in rank order with their lengths), and with MPI started for a job of one.
+ * unless asked; gathering bytes and execution results on rank 0, and broadcasting rank 0's
+ * bytes, works alone and, run under mpirun with 3 ranks, across ranks (each rank sends a
+ * different length; rank 0 gets them concatenated in rank order with their lengths; every
+ * rank gets rank 0's bytes), and with MPI started for a job of one.
  * argv: [mpiexec] to run the 3-rank part too; "--ranks" is the part mpirun starts. */
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,20 @@ static void job_checks(void) {
   double max = 0;
   CHECK_EQ(be_job_max(rank, &max, &err), PP_OK);
   CHECK_EQ(max, size - 1);
+  /* rank 0's bytes to every rank (what the others send is not looked at) */
+  const char *text = rank == 0 ? "from rank 0" : "ignored";
+  void *got = NULL;
+  size_t gn = 0;
+  CHECK_EQ(be_job_bcast_bytes(text, strlen(text) + 1, &got, &gn, &err), PP_OK);
+  CHECK_EQ(gn, strlen("from rank 0") + 1);
+  if (rank == 0)
+    CHECK(got == NULL);
+  else
+    CHECK_STREQ(got, "from rank 0");
+  free(got);
+  CHECK_EQ(be_job_bcast_bytes(NULL, 0, &got, &gn, &err), PP_OK);
+  CHECK_EQ(gn, 0);
+  free(got);
 }
 
 int main(int argc, char **argv) {

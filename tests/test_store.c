@@ -1,8 +1,10 @@
 /* The store on real SQLite files: create, reopen, migrate (the real schema and the
  * migration runner on its own list), a reader while another process writes, a locked
- * database, a writer killed mid-transaction, rows stored once, and store_save (a scored plan
+ * database, a writer killed mid-transaction, rows stored once, store_save (a scored plan
  * with its specs and measurements, all or nothing), store_save_specs and
- * store_import_measurements. */
+ * store_import_measurements, a version-1 file migrated to version 2 with its rows kept, and
+ * search runs (begin, per-unit checkpoints, resume, finish, simulator scores; a failed
+ * checkpoint leaves nothing). */
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -163,7 +165,7 @@ static void migrations(const char *dir) {
   sqlite3_exec(h, "UPDATE schema_version SET version = 99", NULL, NULL, NULL);
   sqlite3_close(h);
   CHECK_EQ(store_open(newer, NULL, &s, &err), PP_INPUT);
-  CHECK_CONTAINS(err.msg, "schema version 99 is newer than this podplan's (1)");
+  CHECK_CONTAINS(err.msg, "schema version 99 is newer than this podplan's (2)");
   CHECK(s == NULL);
 
   char *foreign = tu_path(dir, "foreign.db");
@@ -389,6 +391,210 @@ static void save_specs_import(const char *dir) {
   free(db);
 }
 
+/* A file made by a podplan of schema version 1 (the first migration only) opens, migrates to
+ * the current version and keeps its rows. */
+static void migrate_v1(const char *dir) {
+  char *db = tu_path(dir, "v1.db");
+  sqlite3 *h;
+  pp_err err = {0};
+  CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
+  CHECK_EQ(store__migrate(h, db, store__migrations, 1, &err), PP_OK);
+  CHECK_EQ(sqlite3_exec(h,
+                        "INSERT INTO models (hash, name, params, json) VALUES ('h', 'm', 1, '{}');"
+                        "INSERT INTO clusters (hash, name, gpus, gpu, json)"
+                        " VALUES ('c', 'c', 8, 'g', '{}');"
+                        "INSERT INTO search_runs (method, model_id, cluster_id, params_json,"
+                        " status) VALUES ('exhaustive', 1, 1, '{}', 'done');",
+                        NULL, NULL, NULL),
+           SQLITE_OK);
+  sqlite3_close(h);
+  store *s = NULL;
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  int v = 0;
+  CHECK_EQ(store_schema_version(s, &v, &err), PP_OK);
+  CHECK_EQ(v, 2);
+  store_close(s);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE params_key = '' AND units = 0"),
+           1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_checkpoints"), 0);
+  free(db);
+}
+
+static int plan_of(const char *text, const spec_model *m, const spec_cluster *c, spec_plan *p) {
+  pp_err err = {0};
+  if (spec_plan_parse(text, p, &err)) return 1;
+  return spec_plan_resolve(p, m, c, &err);
+}
+
+/* Search runs on a real file: a run begins, three units are checkpointed (one cut short by a
+ * time limit), the file is closed; the same key resumes the same run with the two complete
+ * units, their summed counts, the smallest bound and their plans fastest first, each once; a
+ * checkpoint whose last plan cannot be stored leaves nothing; storing a unit again adds no
+ * rows; the end of the run records its totals and best plan; the same key then starts a new
+ * run; simulator scores are stored once per plan and run. */
+static void search_runs(const char *dir) {
+  char *db = tu_path(dir, "search.db");
+  spec_model m;
+  spec_cluster c;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-h100", 8, &c, &err), PP_OK);
+  spec_plan p[4];
+  const char *texts[4] = {"tp=2,pp=2,mbs=1,gbs=8", "tp=1,pp=2,mbs=1,gbs=8",
+                          "tp=4,pp=1,mbs=2,gbs=8", "tp=8,pp=1,mbs=1,gbs=8"};
+  for (int i = 0; i < 4; i++) CHECK_EQ(plan_of(texts[i], &m, &c, &p[i]), 0);
+  const char *key = "gbs=8,top=2";
+  store *s = NULL;
+  store_search_state st;
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, "{\"threads\":2}", 4, &st, &err),
+           PP_OK);
+  CHECK_EQ(st.resumed, 0);
+  CHECK(st.run_id > 0 && st.model_id > 0 && st.cluster_id > 0);
+  CHECK_EQ(st.units, 4);
+  CHECK_EQ(st.nunits_done, 0);
+  CHECK_EQ(st.nplans, 0);
+  int64_t run = st.run_id;
+  store_search_state_clear(&st);
+
+  store_scored_plan u0[2] = {{&p[0], {.iter_time_s = 2.0, .mfu = 0.5, .feasible = 1}},
+                             {&p[1], {.iter_time_s = 3.0, .mfu = 0.4, .feasible = 1}}};
+  store_scored_plan u2[1] = {{&p[2], {.iter_time_s = 1.5, .mfu = 0.6, .feasible = 1}}};
+  store_scored_plan u3[1] = {{&p[3], {.iter_time_s = 1.0, .mfu = 0.7, .feasible = 1}}};
+  store_search_unit r0 = {0, 100, 40, 5, 1.8, 1, u0, 2};
+  store_search_unit r2 = {2, 50, 20, 0, 1.2, 1, u2, 1};
+  store_search_unit r3 = {3, 7, 1, 0, 0, 0, u3, 1}; /* cut short */
+  CHECK_EQ(store_search_unit_done(s, run, &r0, &err), PP_OK);
+  CHECK_EQ(store_search_unit_done(s, run, &r2, &err), PP_OK);
+  CHECK_EQ(store_search_unit_done(s, run, &r3, &err), PP_OK);
+  store_close(s);
+  CHECK_EQ(tu_sql_int(db, "SELECT evaluations FROM search_runs"), 157);
+  CHECK_EQ(tu_sql_int(db, "SELECT units_done FROM search_runs"), 2);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_checkpoints"), 3);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE search_run_id = 1"
+                          " AND source = 'costmodel'"),
+           4);
+
+  /* resume: same key, same units */
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, NULL, 4, &st, &err), PP_OK);
+  CHECK_EQ(st.resumed, 1);
+  CHECK_EQ(st.run_id, run);
+  CHECK_EQ(st.nunits_done, 2);
+  CHECK(st.units_done[0] && !st.units_done[1] && st.units_done[2] && !st.units_done[3]);
+  CHECK_EQ(st.evaluations, 150);
+  CHECK_EQ(st.feasible, 60);
+  CHECK_EQ(st.pruned, 5);
+  CHECK_NEAR(st.bound_s, 1.2, 1e-12);
+  CHECK_EQ(st.nplans, 3);
+  if (st.nplans == 3) {
+    CHECK_NEAR(st.plans[0].iter_time_s, 1.5, 1e-12);
+    CHECK_EQ(st.plans[0].unit, 2);
+    CHECK_NEAR(st.plans[1].iter_time_s, 2.0, 1e-12);
+    CHECK_EQ(st.plans[1].unit, 0);
+    CHECK_NEAR(st.plans[2].mfu, 0.4, 1e-12);
+    char *a = spec_plan_json(&st.plans[0].plan), *b = spec_plan_json(&p[2]);
+    CHECK_STREQ(a, b);
+    free(a);
+    free(b);
+  }
+  store_search_state_clear(&st);
+  /* another key, or another unit count, is another run */
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, "gbs=8,top=3", NULL, 4, &st, &err), PP_OK);
+  CHECK_EQ(st.resumed, 0);
+  CHECK(st.run_id != run);
+  store_search_state_clear(&st);
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, NULL, 5, &st, &err), PP_OK);
+  CHECK_EQ(st.resumed, 0);
+  store_search_state_clear(&st);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 3);
+
+  /* a checkpoint that fails on its last plan (unresolved: dp unknown) leaves nothing */
+  int64_t plans0 = tu_sql_int(db, "SELECT count(*) FROM plans");
+  int64_t scores0 = tu_sql_int(db, "SELECT count(*) FROM scores");
+  spec_plan bad;
+  CHECK_EQ(spec_plan_parse("tp=2,pp=1,mbs=4,gbs=8", &bad, &err), PP_OK);
+  spec_plan fresh;
+  CHECK_EQ(plan_of("tp=2,pp=1,mbs=1,gbs=8", &m, &c, &fresh), 0);
+  store_scored_plan u1[2] = {{&fresh, {.iter_time_s = 0.9, .feasible = 1}},
+                             {&bad, {.iter_time_s = 0.8, .feasible = 1}}};
+  store_search_unit r1 = {1, 10, 2, 0, 0, 1, u1, 2};
+  CHECK(store_search_unit_done(s, run, &r1, &err) != PP_OK);
+  CHECK(err.msg[0] != 0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM plans"), plans0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores"), scores0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_checkpoints WHERE unit = 1"), 0);
+  CHECK_EQ(tu_sql_int(db, "SELECT evaluations FROM search_runs WHERE id = 1"), 157);
+  /* a unit stored again: no new rows; the cut-short unit redone replaces its checkpoint */
+  CHECK_EQ(store_search_unit_done(s, run, &r0, &err), PP_OK);
+  r3.complete = 1;
+  r3.evaluations = 30;
+  CHECK_EQ(store_search_unit_done(s, run, &r3, &err), PP_OK);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM plans"), plans0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores"), scores0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_checkpoints"), 3);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_checkpoint_plans"), 4);
+  CHECK_EQ(tu_sql_int(db, "SELECT evaluations FROM search_runs WHERE id = 1"), 180);
+  CHECK_EQ(store_search_unit_done(s, 999, &r0, &err), PP_NOTFOUND);
+
+  /* the end of the run */
+  store_scored_plan all[3] = {u3[0], u2[0], u0[0]};
+  store_search_summary sum = {.evaluations = 190, .feasible = 70, .pruned = 5, .units_done = 4,
+                              .complete = 1, .space_size = 200, .wall_s = 0.5,
+                              .top = all, .ntop = 3};
+  int64_t best = 0;
+  CHECK_EQ(store_search_finish(s, run, &sum, &best, &err), PP_OK);
+  CHECK(best > 0);
+  char sql[160];
+  snprintf(sql, sizeof sql, "SELECT best_plan_id = %lld AND status = 'done' AND plans_found = 70"
+           " AND best_iter_time_s = 1.0 AND lower_bound_s IS NULL FROM search_runs WHERE id = 1",
+           (long long)best);
+  CHECK_EQ(tu_sql_int(db, sql), 1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores"), scores0);
+  /* simulator scores: once per plan and run */
+  store_scored_plan sim = {&p[3], {.iter_time_s = 1.1, .mfu = 0.65, .feasible = 1}};
+  int64_t sim_plan = 0;
+  CHECK_EQ(store_search_sim_score(s, run, &sim, &sim_plan, &err), PP_OK);
+  CHECK_EQ(sim_plan, best);
+  sim.score.iter_time_s = 1.2;
+  CHECK_EQ(store_search_sim_score(s, run, &sim, NULL, &err), PP_OK);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim' AND search_run_id = 1"),
+           1);
+  /* a run cut short by a time limit is continued; one that searched everything is not:
+   * the same key then starts a new run */
+  sum.complete = 0;
+  CHECK_EQ(store_search_finish(s, run, &sum, &best, &err), PP_OK);
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, NULL, 4, &st, &err), PP_OK);
+  CHECK_EQ(st.resumed, 1);
+  CHECK_EQ(st.run_id, run);
+  CHECK_EQ(st.nunits_done, 3); /* units 0, 2, 3 */
+  store_search_state_clear(&st);
+  CHECK_EQ(tu_sql_int(db, "SELECT status = 'running' AND complete IS NULL FROM search_runs"
+                          " WHERE id = 1"),
+           1);
+  sum.complete = 1;
+  CHECK_EQ(store_search_finish(s, run, &sum, &best, &err), PP_OK);
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, NULL, 4, &st, &err), PP_OK);
+  CHECK_EQ(st.resumed, 0);
+  CHECK(st.run_id != run);
+  CHECK_EQ(store_search_fail(s, st.run_id, &err), PP_OK);
+  int64_t failed = st.run_id;
+  store_search_state_clear(&st);
+  /* ... and a failed one is */
+  CHECK_EQ(store_search_begin(s, "exhaustive", &m, &c, key, NULL, 4, &st, &err), PP_OK);
+  CHECK_EQ(st.resumed, 1);
+  CHECK_EQ(st.run_id, failed);
+  store_search_state_clear(&st);
+  store_close(s);
+  char *ok = tu_sql_text(db, "PRAGMA foreign_key_check");
+  CHECK(ok == NULL); /* no row: no dangling reference */
+  free(ok);
+  for (int i = 0; i < 4; i++) spec_plan_clear(&p[i]);
+  spec_plan_clear(&bad);
+  spec_plan_clear(&fresh);
+  free(db);
+}
+
 int main(void) {
   char *dir = tu_tmpdir("store");
   CHECK(dir != NULL);
@@ -398,6 +604,8 @@ int main(void) {
   killed(dir);
   save(dir);
   save_specs_import(dir);
+  migrate_v1(dir);
+  search_runs(dir);
   tu_rmtree(dir);
   free(dir);
   return check_status();

@@ -235,6 +235,12 @@ int be_job_max(double v, double *out, pp_err *err);
 int be_job_gather_bytes(const void *buf, size_t n, void **all, size_t *all_n, size_t *lens,
                         pp_err *err);
 
+/* Collective: rank 0's n bytes at buf reach every rank. The other ranks get a malloc'd copy
+ * in *out (free() it) and its size in *out_n; rank 0 gets NULL and n. Every rank returns the
+ * same code: PP_NOMEM when a rank cannot hold it, PP_INPUT past 2 GiB. For what rank 0 alone
+ * knows (a search's checkpointed units) and every rank needs. */
+int be_job_bcast_bytes(const void *buf, size_t n, void **out, size_t *out_n, pp_err *err);
+
 /* Every rank's be_exec_result, on rank 0. */
 typedef struct be_job_result {
   int nranks, iters;

@@ -1,7 +1,7 @@
-/* podplan store: one SQLite file (WAL mode) holding specs, plans, search runs, scores,
- * measurements and calibrations. Owns the schema and its migrations by version. Every
- * multi-row write runs inside one transaction; specs and plans are stored once, by hash.
- * Depends on spec.h and SQLite. */
+/* podplan store: one SQLite file (WAL mode) holding specs, plans, search runs and their
+ * checkpoints, scores, measurements and calibrations. Owns the schema and its migrations by
+ * version. Every multi-row write runs inside one transaction; specs and plans are stored once,
+ * by hash. Depends on spec.h and SQLite. */
 #ifndef PODPLAN_STORE_H
 #define PODPLAN_STORE_H
 
@@ -12,7 +12,7 @@
 #include "podplan/spec.h"
 
 #define STORE_DEFAULT_PATH "podplan.db"
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 typedef struct store store;
 
@@ -42,6 +42,12 @@ int store_put_cluster(store *s, const spec_cluster *c, int64_t *id, pp_err *err)
 int store_put_plan(store *s, const spec_plan *p, int64_t *id, pp_err *err);
 /* Reads back a plan by row id (PP_NOTFOUND when absent); spec_plan_clear() the result. */
 int store_get_plan(store *s, int64_t id, spec_plan *out, pp_err *err);
+
+/* Reads back a model by row id (PP_NOTFOUND when absent). */
+int store_get_model(store *s, int64_t id, spec_model *out, pp_err *err);
+/* The models a plan has scores on (distinct, newest score first): up to max ids in ids[],
+ * *n gets how many there are in all. */
+int store_plan_models(store *s, int64_t plan_id, int64_t *ids, int max, int *n, pp_err *err);
 
 /* One score of a plan on a model and cluster by one source. */
 typedef enum {
@@ -120,6 +126,90 @@ typedef struct store_batch {
 /* Imported measurements (import): the cluster c (when not NULL) and every batch, tied to it. */
 int store_import_measurements(const char *path, const spec_cluster *c, store_batch *b,
                               size_t nb, pp_err *err);
+
+/* ---- search runs --------------------------------------------------------------------------
+ * A search run is known by its key: (method, model, cluster, params), params being the
+ * canonical text of the options that change its result (space restrictions, global batch,
+ * top K, method options; not threads or time limits). Its work units are checkpointed one by
+ * one (search.h), each with its counts and its best plans, so that a killed run resumes: a
+ * run with the same key and the same number of units that is still 'running' (killed),
+ * 'failed', or 'done' but cut short (complete = 0: a time limit) is continued; a run that
+ * searched everything is not: the same search again starts a new run. Every call writes in
+ * one transaction: a failure leaves nothing of it. */
+
+/* A plan with its score, as the search writes it. */
+typedef struct store_scored_plan {
+  const spec_plan *plan; /* resolved */
+  store_score score;     /* iter_time_s .. breakdown_json; the ids, the source and the
+                            search run are filled in by the store */
+} store_scored_plan;
+
+/* A plan a resumed run had found, read back. */
+typedef struct store_search_plan {
+  int64_t plan_id;
+  spec_plan plan;        /* owned (store_search_state_clear) */
+  int unit;              /* the work unit that found it */
+  double iter_time_s;    /* its costmodel score in this run */
+  double tokens_per_s, mfu, mem_gib;
+} store_search_plan;
+
+/* Where a run stands when it begins. */
+typedef struct store_search_state {
+  int64_t run_id, model_id, cluster_id;
+  int resumed;                /* 1: an unfinished or cut-short run with this key continues */
+  int units;                  /* work units of the run */
+  unsigned char *units_done;  /* [units]: 1 = its checkpoint is committed and complete */
+  int nunits_done;
+  long long evaluations, feasible, pruned; /* sums over the done units */
+  double bound_s;             /* min of the done units' bounds (0: none) */
+  store_search_plan *plans;   /* the done units' best plans, fastest first, each plan once */
+  int nplans;
+} store_search_state;
+void store_search_state_clear(store_search_state *st);
+
+/* Stores the model and the cluster (once, by hash) and finds the unfinished run with this key
+ * and `units` units to resume, or creates a new one ('running'). params_json (may be NULL:
+ * "{}") records every option of the command, for people. */
+int store_search_begin(store *s, const char *method, const spec_model *m, const spec_cluster *c,
+                       const char *params, const char *params_json, int units,
+                       store_search_state *out, pp_err *err);
+
+/* One finished unit: its counts and best plans (stored with their costmodel scores, tied to
+ * the run). A unit stored again replaces its checkpoint (a unit cut short by a time limit,
+ * complete = 0, is searched again on resume). Also brings the run's running totals up to
+ * date. */
+typedef struct store_search_unit {
+  int unit;
+  long long evaluations, feasible, pruned;
+  double bound_s;        /* global: the unit's lower bound; 0 otherwise */
+  int complete;          /* 0: cut short by a time limit */
+  const store_scored_plan *top;
+  int ntop;
+} store_search_unit;
+int store_search_unit_done(store *s, int64_t run_id, const store_search_unit *u, pp_err *err);
+
+/* The end of a run: the merged best plans (stored with their costmodel scores; top[0] is the
+ * best) and the totals; status becomes 'done'. *best_plan_id (may be NULL) gets top[0]'s id
+ * (0 when ntop is 0). */
+typedef struct store_search_summary {
+  long long evaluations, feasible, pruned;
+  int units_done;
+  int complete;          /* 1: every unit searched to its end */
+  double space_size;     /* plans in the method's space */
+  double wall_s;         /* of the invocation that finished the run */
+  double lower_bound_s;  /* global; 0 otherwise */
+  double gap;            /* global; 0 otherwise */
+  const store_scored_plan *top;
+  int ntop;
+} store_search_summary;
+int store_search_finish(store *s, int64_t run_id, const store_search_summary *r,
+                        int64_t *best_plan_id, pp_err *err);
+/* Marks a run 'failed' (it stays resumable). */
+int store_search_fail(store *s, int64_t run_id, pp_err *err);
+/* The simulator's score of one of the run's plans (source sim, tied to the run). *plan_id
+ * (may be NULL) gets the plan's id. */
+int store_search_sim_score(store *s, int64_t run_id, const store_scored_plan *p,
+                           int64_t *plan_id, pp_err *err);
 
 /* Row count of a table of the schema (for reports and tests). */
 int store_count(store *s, const char *table, int64_t *n, pp_err *err);

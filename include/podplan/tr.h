@@ -1,7 +1,7 @@
 /* podplan traces: timelines out (Chrome/Perfetto trace JSON, a track per GPU, the same format
  * for the simulator and the backend so the two can be compared side by side); nccl-tests logs
- * in (rows for the store's measurements); later Megatron-LM arguments out. Depends on err.h
- * only. */
+ * in (rows for the store's measurements); Megatron-LM arguments out. Depends on err.h and
+ * spec.h. */
 #ifndef PODPLAN_TR_H
 #define PODPLAN_TR_H
 
@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "podplan/err.h"
+#include "podplan/spec.h"
 
 /* One slice of a track. */
 typedef struct tr_slice {
@@ -99,5 +100,18 @@ void tr_nccl_log_free(tr_nccl_log *log);
 /* The normalised collective of an nccl-tests name ("all_reduce_perf", "allreduce",
  * "all_reduce"); NULL when it is none of the seven. */
 const char *tr_nccl_collective(const char *name);
+
+/* ---- Megatron-LM arguments out -------------------------------------------------------------
+ * A resolved uniform plan of model m as Megatron-LM's command-line arguments, one line
+ * (malloc'd into *out): --tensor-model-parallel-size, --pipeline-model-parallel-size, the layer
+ * split (--num-layers-per-virtual-pipeline-stage when vpp > 1 and the layers divide evenly;
+ * --pipeline-model-parallel-layout when they do not), --context-parallel-size,
+ * --expert-model-parallel-size (MoE models), --sequence-parallel, --micro-batch-size,
+ * --global-batch-size, recomputation (--recompute-granularity selective; full adds
+ * --recompute-method uniform --recompute-num-layers 1) and optimizer sharding (ZeRO >= 1:
+ * --use-distributed-optimizer; 2 and 3: Megatron-FSDP with --data-parallel-sharding-strategy
+ * optim_grads or optim_grads_params). The data-parallel size is what the GPU count leaves.
+ * PP_INPUT, saying why, for a plan Megatron-LM cannot run: non-uniform, or GPipe. */
+int tr_megatron_args(const spec_plan *p, const spec_model *m, char **out, pp_err *err);
 
 #endif

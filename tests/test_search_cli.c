@@ -1,0 +1,336 @@
+/* podplan search through the real binary on real SQLite files.
+ *
+ *   test_search_cli PODPLAN SIM            (SIM: 1 when the simulator module is built)
+ *     bad usage (unknown method, bad --time-limit, an option of another method, a bad space
+ *     option, a missing --gbs): one line, exit 2, no database written;
+ *     a small exhaustive search (GPT-3 1.3B, 16 H100, gbs 64, --simulate 2 when SIM): its JSON
+ *     keys, one run 'done' with a checkpoint per unit and its costmodel (and sim) scores, and
+ *     the best plan exported as Megatron-LM arguments;
+ *     GPT-3 175B on 8 GPUs: no feasible plan, the reason, exit 1;
+ *     resume: GPT-3 175B on 3072 H100 for gbs 12288 (~450k plans, 111 units) is killed with
+ *     SIGKILL once its first unit is committed (the test polls the file), then rerun with the
+ *     same arguments (but another thread count): the same best plan, evaluation count and top
+ *     list as an uninterrupted run, the same run id, and the same row counts in every table.
+ *   test_search_cli PODPLAN SIM MPIEXEC   (exit 77 when MPIEXEC is not there)
+ *     mpirun --oversubscribe -n R podplan search --method exhaustive for R = 1, 2, 4 (GPT-3
+ *     6.7B, 128 H100, gbs 512, 10 units): the same best plan and evaluation count, and the
+ *     run stored once by rank 0. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "testutil.h"
+
+extern char **environ;
+
+static char *bin, *dir;
+
+#define MAXARGS 40
+
+/* Runs podplan search with the given arguments (NULL-terminated) plus --db db. */
+static void search(const char *db, const char *const *args, tu_run *r) {
+  char *a[MAXARGS];
+  int n = 0;
+  a[n++] = bin;
+  a[n++] = "search";
+  for (int i = 0; args[i] && n < MAXARGS - 3; i++) a[n++] = (char *)args[i];
+  a[n++] = "--db";
+  a[n++] = (char *)db;
+  a[n] = NULL;
+  tu_exec(a, r);
+}
+
+static json_t *parse(const char *text) {
+  json_error_t e;
+  json_t *o = text ? json_loads(text, 0, &e) : NULL;
+  if (!o) fprintf(stderr, "not JSON (%s): %.300s\n", text ? e.text : "no output", text ? text : "");
+  return o;
+}
+
+static long long jint(json_t *o, const char *k) {
+  return json_integer_value(json_object_get(o, k));
+}
+static double jreal(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+static const char *jstr(json_t *o, const char *k) {
+  return json_string_value(json_object_get(o, k));
+}
+
+static long long count(const char *db, const char *table) {
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+  return tu_sql_int(db, sql);
+}
+
+static void usage_errors(void) {
+  char *db = tu_path(dir, "usage.db");
+  struct {
+    const char *args[16];
+    const char *msg;
+  } bad[] = {
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method", "best",
+        NULL},
+       "--method: 'best' is not a method (exhaustive, megatron, two-level, global)"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
+        "exhaustive", "--time-limit", "soon", NULL},
+       "--time-limit: 'soon' is not a number >= 0"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
+        "exhaustive", "--time-limit", "-5", NULL},
+       "--time-limit: '-5' is not a number >= 0"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
+        "exhaustive", "--gap", "0.1", NULL},
+       "--gap is an option of --method global"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method", "global",
+        "--recompute", "some", NULL},
+       "--recompute: 'some' is not one of none,selective,full"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--method", "exhaustive", NULL},
+       "--model, --cluster, --gbs and --method are required"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
+        "exhaustive", "--top", "2", "--simulate", "3", NULL},
+       "--simulate 3: at most --top (2) plans are kept"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tu_run r;
+    search(db, bad[i].args, &r);
+    CHECK_EQ(r.status, 2);
+    CHECK_CONTAINS(r.err, bad[i].msg);
+    CHECK_EQ(tu_lines(r.err), 1);
+    CHECK_STREQ(r.out, "");
+    tu_run_free(&r);
+  }
+  CHECK(access(db, F_OK) != 0);
+  free(db);
+}
+
+static void small(int sim) {
+  char *db = tu_path(dir, "small.db");
+  const char *args[] = {"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "16",
+                        "--gbs", "64", "--method", "exhaustive", "--top", "5", "--json",
+                        sim ? "--simulate" : NULL, "2", NULL};
+  tu_run r;
+  search(db, args, &r);
+  CHECK_EQ(r.status, 0);
+  json_t *o = parse(r.out);
+  CHECK(o != NULL);
+  long long best_id = o ? jint(o, "best_plan_id") : 0;
+  if (o) {
+    CHECK_STREQ(jstr(o, "method"), "exhaustive");
+    CHECK(jint(o, "evaluations") > 0);
+    CHECK(json_is_real(json_object_get(o, "wall_s")));
+    CHECK(jstr(o, "best") && strstr(jstr(o, "best"), "gbs=64"));
+    CHECK(jreal(o, "best_iter_time_s") > 0);
+    CHECK(jreal(o, "space_size") >= (double)jint(o, "evaluations"));
+    CHECK(jint(o, "plans_found") > 0);
+    CHECK_EQ(jint(o, "search_run_id"), 1);
+    CHECK(json_object_get(o, "lower_bound_s") == NULL); /* global only */
+    CHECK_EQ(json_array_size(json_object_get(o, "top")), 5);
+    /* best_plan_id names the chosen plan in the store */
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT text FROM plans WHERE id = %lld", best_id);
+    char *text = tu_sql_text(db, sql);
+    CHECK_STREQ(text, jstr(o, "best"));
+    free(text);
+    if (sim) {
+      json_t *t0 = json_array_get(json_object_get(o, "top"), 0);
+      CHECK(jreal(t0, "sim_iter_time_s") > 0);
+      CHECK(json_object_get(o, "best_sim_iter_time_s") != NULL);
+    }
+    json_decref(o);
+  }
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done' AND complete = 1"
+                          " AND units = units_done AND best_plan_id IS NOT NULL"),
+           1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_checkpoints"),
+           tu_sql_int(db, "SELECT units FROM search_runs"));
+  CHECK(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'costmodel'"
+                       " AND search_run_id = 1") >= 5);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim'"), sim ? 2 : 0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE search_run_id IS NULL"), 0);
+
+  /* the best plan goes on to Megatron-LM */
+  char id[32];
+  snprintf(id, sizeof id, "%lld", best_id);
+  char *ex[] = {bin, "export", "--plan-id", id, "--format", "megatron", "--db", db, NULL};
+  tu_exec(ex, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "--global-batch-size 64");
+  tu_run_free(&r);
+
+  /* text output: the space before the search, the table, the best plan */
+  const char *text[] = {"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "16",
+                        "--gbs", "64", "--method", "exhaustive", "--top", "3", NULL};
+  search(db, text, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK(r.out && strstr(r.out, "space: ") && strstr(r.out, "space: ") < strstr(r.out, "rank"));
+  CHECK_CONTAINS(r.out, "search run 2 in ");
+  CHECK_CONTAINS(r.out, "\nbest (plan ");
+  CHECK_STREQ(r.err, "");
+  tu_run_free(&r);
+  free(db);
+}
+
+static void infeasible(void) {
+  char *db = tu_path(dir, "none.db");
+  const char *args[] = {"--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "8", "--gbs",
+                        "64", "--method", "exhaustive", NULL};
+  tu_run r;
+  search(db, args, &r);
+  CHECK_EQ(r.status, 1);
+  CHECK_CONTAINS(r.out, "no feasible plan: the closest plan (");
+  CHECK_CONTAINS(r.out, "GiB over");
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"
+                          " AND best_plan_id IS NULL AND plans_found = 0"),
+           1);
+  free(db);
+}
+
+/* ---- resume after SIGKILL ------------------------------------------------------------------ */
+
+#define BIG "--model", "gpt3-175b", "--cluster", "dgx-h100", "--gpus", "3072", "--gbs", "12288", \
+            "--method", "exhaustive", "--json"
+
+static const char *const tables[] = {"search_runs", "search_checkpoints",
+                                     "search_checkpoint_plans", "scores", "plans", "models",
+                                     "clusters"};
+
+static void resume(void) {
+  char *full = tu_path(dir, "full.db"), *killed = tu_path(dir, "killed.db");
+  const char *args[] = {BIG, "--threads", "2", NULL};
+  tu_run a, b;
+  search(full, args, &a);
+  CHECK_EQ(a.status, 0);
+
+  /* the same search, killed once its first unit is committed */
+  char *argv[] = {bin, "search", BIG, "--threads", "1", "--db", killed, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  CHECK_EQ(posix_spawn(&pid, bin, &fa, NULL, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  long long units = tu_sql_int(full, "SELECT units FROM search_runs"), done = -1;
+  struct timespec nap = {0, 2000000}; /* 2 ms */
+  for (int i = 0; i < 30000 && done < 1; i++) { /* at most a minute */
+    nanosleep(&nap, NULL);
+    done = tu_sql_int(killed, "SELECT count(*) FROM search_checkpoints");
+  }
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  long long committed = tu_sql_int(killed, "SELECT count(*) FROM search_checkpoints");
+  CHECK(committed >= 1);
+  CHECK(committed < units); /* killed in the middle, not after the end */
+  CHECK_EQ(tu_sql_int(killed, "SELECT count(*) FROM search_runs WHERE status = 'running'"), 1);
+  char *ok = tu_sql_text(killed, "PRAGMA integrity_check");
+  CHECK_STREQ(ok, "ok");
+  free(ok);
+
+  const char *again[] = {BIG, "--threads", "2", NULL};
+  search(killed, again, &b);
+  CHECK_EQ(b.status, 0);
+  json_t *ja = parse(a.out), *jb = parse(b.out);
+  CHECK(ja && jb);
+  if (ja && jb) {
+    CHECK_STREQ(jstr(jb, "best"), jstr(ja, "best"));
+    CHECK_EQ(jreal(jb, "best_iter_time_s") == jreal(ja, "best_iter_time_s"), 1);
+    CHECK_EQ(jint(jb, "evaluations"), jint(ja, "evaluations"));
+    CHECK_EQ(jint(jb, "plans_found"), jint(ja, "plans_found"));
+    CHECK_EQ(jint(jb, "units_done"), units);
+    CHECK(json_is_true(json_object_get(jb, "resumed")));
+    CHECK(json_is_false(json_object_get(ja, "resumed")));
+    CHECK_EQ(jint(jb, "search_run_id"), 1);
+    char *ta = json_dumps(json_object_get(ja, "top"), JSON_COMPACT),
+         *tb = json_dumps(json_object_get(jb, "top"), JSON_COMPACT);
+    CHECK_STREQ(tb, ta);
+    free(ta);
+    free(tb);
+  }
+  json_decref(ja);
+  json_decref(jb);
+  /* no duplicate rows: every table holds what the uninterrupted run's holds */
+  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+    long long ca = count(full, tables[i]), cb = count(killed, tables[i]);
+    if (ca != cb)
+      fprintf(stderr, "table %s: %lld rows, %lld after the resume\n", tables[i], ca, cb);
+    CHECK_EQ(cb, ca);
+  }
+  CHECK_EQ(tu_sql_int(killed, "SELECT count(*) FROM search_runs WHERE status = 'done'"), 1);
+  tu_run_free(&a);
+  tu_run_free(&b);
+  free(full);
+  free(killed);
+}
+
+/* ---- MPI ----------------------------------------------------------------------------------- */
+
+static int mpi(const char *mpiexec) {
+  if (access(mpiexec, X_OK) != 0) {
+    fprintf(stderr, "%s: not there: skipped\n", mpiexec);
+    return 77;
+  }
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+  char *best1 = NULL;
+  long long evals1 = -1;
+  const char *np[] = {"1", "2", "4"};
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "mpi%s.db", np[i]);
+    char *db = tu_path(dir, name);
+    char *a[] = {(char *)mpiexec, "--oversubscribe", "-n", (char *)np[i], bin, "search",
+                 "--model", "gpt3-6.7b", "--cluster", "dgx-h100", "--gpus", "128", "--gbs",
+                 "512", "--method", "exhaustive", "--threads", "1", "--json", "--db", db, NULL};
+    tu_run r;
+    tu_exec(a, &r);
+    CHECK_EQ(r.status, 0);
+    json_t *o = parse(r.out);
+    CHECK(o != NULL);
+    if (o) {
+      CHECK_EQ(jint(o, "ranks"), atoi(np[i]));
+      if (!best1) {
+        best1 = strdup(jstr(o, "best") ? jstr(o, "best") : "");
+        evals1 = jint(o, "evaluations");
+      } else {
+        CHECK_STREQ(jstr(o, "best"), best1);
+        CHECK_EQ(jint(o, "evaluations"), evals1);
+      }
+      CHECK_EQ(jint(o, "units_done"), jint(o, "units"));
+      json_decref(o);
+    }
+    tu_run_free(&r);
+    CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"), 1);
+    CHECK_EQ(tu_sql_int(db, "SELECT evaluations FROM search_runs"), evals1);
+    free(db);
+  }
+  free(best1);
+  return check_status();
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  bin = argv[1];
+  int sim = atoi(argv[2]);
+  dir = tu_tmpdir("search");
+  int rc;
+  if (argc > 3) {
+    rc = mpi(argv[3]);
+  } else {
+    usage_errors();
+    small(sim);
+    infeasible();
+    resume();
+    rc = check_status();
+  }
+  tu_rmtree(dir);
+  free(dir);
+  return rc;
+}
