@@ -55,6 +55,17 @@ build() {
 
 run_main() {
   local bin=build/cli/podplan
+  # The question podplan exists to answer: does Alpa's two-level split still find the best
+  # plan? GPT-3 175B on 256 GPUs, first of DGX H100 nodes (NVLink inside a node, InfiniBand
+  # between), then of one NVLink Switch pod (all 256 in one NVLink domain): every method, a
+  # table of how each compares with global's lower bound, every run in podplan.db.
+  local cluster
+  for cluster in dgx-h100 h100-nvl256; do
+    echo "== podplan search --method all: GPT-3 175B on 256 GPUs of $cluster, global batch 1536"
+    $bin search --model gpt3-175b --cluster $cluster --gpus 256 --gbs 1536 --method all \
+      --top 3 --db podplan.db
+    echo
+  done
   echo "== podplan presets"
   $bin presets
   echo

@@ -18,7 +18,7 @@ static const char *const CMD = "search";
 
 static const char usage_head[] =
     "usage: podplan search --model M --cluster C [--gpus N] --gbs N\n"
-    "                      --method exhaustive|megatron|two-level|global\n"
+    "                      --method exhaustive|megatron|two-level|global|all\n"
     "                      [--top K] [--simulate K] [--threads N] [--time-limit S]\n"
     "                      [--gap G] [--island node|domain] [--alpa-defaults]\n"
     "                      [--layer-clusters L] [space options] [--calibration none]\n"
@@ -34,7 +34,9 @@ static const char usage_head[] =
     "  --gbs N            global batch, sequences per iteration (required: a recipe fixes it)\n"
     "  --method NAME      exhaustive: every uniform plan; megatron: the published heuristic;\n"
     "                     two-level: Alpa's inter-op DP + intra-op ILP (CBC);\n"
-    "                     global: joint search with a lower bound and an optimality gap\n"
+    "                     global: joint search with a lower bound and an optimality gap;\n"
+    "                     all: each of them in turn (each stored as its own run), then a\n"
+    "                     table of how they compare with global's lower bound\n"
     "  --top K            keep and report the best K plans (default 10)\n"
     "  --simulate K       re-score the best K (K <= top) with the simulator; the chosen plan\n"
     "                     is the fastest simulated one\n"
@@ -668,46 +670,43 @@ static int fail(const job *j, const pp_err *err, int abort_job) {
   return st;
 }
 
-int cmd_search(int argc, char **argv) {
-  args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc) return rc < 0 ? 0 : rc;
-  /* until MPI starts, errors every rank finds alike are printed by the first one only */
-  const job pre = {be_job_launcher_rank(), 1};
-  pp_err err = {0};
+/* What a run of one method gives the comparison of --method all. */
+typedef struct cmp_row {
   search_method method;
-  if (search_method_parse(a.method_name, &method, &err)) return fail(&pre, &err, 0);
-  if ((rc = check_method_opts(&a, method)) || (rc = check_calibration(a.calibration))) return rc;
+  int found, status;
+  double best_s, mfu, bound_s, wall_s;
+  long long evaluations;
+  int64_t run_id;
+} cmp_row;
 
+/* One method: the run, its checkpoints, the funnel and the report. Returns the exit status. */
+static int search_one(const args *a, search_method method, const spec_model *mm,
+                      const spec_cluster *cc, const job *jp, search_comm *commp, cmp_row *row) {
+  spec_model m = *mm;
+  spec_cluster c = *cc;
+  job j = *jp;
+  search_comm comm = *commp;
+  pp_err err = {0};
+  int rc;
   search_opts o;
-  search_opts_default(method, a.gbs, &o);
-  for (int i = 0; i < a.nspace; i++)
-    if (search_space_set(&o.space, a.space_name[i], a.space_value[i], &err))
-      return fail(&pre, &err, 0);
-  o.top = a.top;
-  o.threads = a.threads;
-  o.time_limit_s = a.time_limit_s;
-  o.gap = a.gap;
-  o.island_domain = a.island && !strcmp(a.island, "domain");
-  o.alpa_defaults = a.alpa;
-  o.layer_clusters = a.layer_clusters;
-
-  spec_model m;
-  spec_cluster c;
-  if (spec_model_load(a.model, &m, &err) || spec_cluster_load(a.cluster, a.gpus, &c, &err) ||
-      spec_pair_validate(&m, &c, &err))
-    return fail(&pre, &err, 0);
+  search_opts_default(method, a->gbs, &o);
+  for (int i = 0; i < a->nspace; i++)
+    if (search_space_set(&o.space, a->space_name[i], a->space_value[i], &err))
+      return fail(&j, &err, 0);
+  o.top = a->top;
+  o.threads = a->threads;
+  o.time_limit_s = a->time_limit_s;
+  o.gap = a->gap;
+  o.island_domain = a->island && !strcmp(a->island, "domain");
+  o.alpa_defaults = a->alpa;
+  o.layer_clusters = a->layer_clusters;
+  if (j.size > 1) o.comm = &comm;
   cm_params prm;
   cm_params_default(&m, &prm);
 
-  job j;
-  if (job_init(&j, &err)) return fail(&pre, &err, 0);
-  search_comm comm = {j.rank, j.size, job_gather, job_bcast, &j};
-  if (j.size > 1) o.comm = &comm;
-
   cm_model *cm = NULL;
   search_uspace *us = NULL;
-  run_ctx x = {.a = &a, .tty = isatty(2)};
+  run_ctx x = {.a = a, .tty = isatty(2)};
   store_search_state state;
   memset(&state, 0, sizeof state);
   unsigned char *units_done = NULL;
@@ -721,14 +720,13 @@ int cmd_search(int argc, char **argv) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     threads = n > 0 ? (int)n : 1;
   }
-
   /* errors every rank finds alike (the cost model, the units) need no abort */
   if (cm_model_create(&m, &c, &prm, &cm, &err) || search_units(cm, &o, &units, &err)) {
     status = fail(&j, &err, 0);
     goto done;
   }
-  if (j.rank == 0 && !a.json) {
-    printf("%s on %s (%d GPUs), global batch %d, method %s\n", m.name, c.name, c.gpus, a.gbs,
+  if (j.rank == 0 && !a->json) {
+    printf("%s on %s (%d GPUs), global batch %d, method %s\n", m.name, c.name, c.gpus, a->gbs,
            search_method_name(method));
     if (method == SEARCH_EXHAUSTIVE) {
       /* the exhaustive method searches the uniform space: its size is known before */
@@ -740,7 +738,7 @@ int cmd_search(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  if (begin_run(&a, &j, o.comm, &o, &m, &c, units, &x, &state, &units_done, &err)) {
+  if (begin_run(a, &j, o.comm, &o, &m, &c, units, &x, &state, &units_done, &err)) {
     status = j.rank == 0 ? fail(&j, &err, 0) : pp_exit_status(err.code);
     goto done;
   }
@@ -796,15 +794,21 @@ int cmd_search(int argc, char **argv) {
   rc = sp ? store_search_finish(x.st, x.run_id, &sum, &sm.best_plan_id, &err)
           : pp_err_set(&err, PP_NOMEM, "search: out of memory");
   free_scored(sp, r.ntop);
-  if (rc || simulate_top(&a, cm, &r, &x, &sm, &err)) {
+  if (rc || simulate_top(a, cm, &r, &x, &sm, &err)) {
     status = fail(&j, &err, 0);
     goto done;
   }
-  if (a.json)
-    print_json(&a, &m, &c, &r, &x, &state, &sm, j.size);
+  if (a->json)
+    print_json(a, &m, &c, &r, &x, &state, &sm, j.size);
   else
-    print_text(&a, &m, &c, &r, &x, &state, &sm, threads, j.size);
+    print_text(a, &m, &c, &r, &x, &state, &sm, threads, j.size);
   status = r.ntop ? 0 : 1;
+  if (row) {
+    row->found = r.ntop > 0;
+    row->best_s = r.best_s, row->mfu = r.ntop ? r.top[0].cm.mfu : 0;
+    row->bound_s = r.lower_bound_s, row->wall_s = r.wall_s, row->evaluations = r.evaluations;
+    row->run_id = x.run_id;
+  }
 
 done:
   free(sm.rank);
@@ -815,6 +819,82 @@ done:
   store_close(x.st);
   search_uspace_free(us);
   cm_model_destroy(cm);
+  return status;
+}
+
+/* --method all: each method in turn (stored as its own run), then how they compare. */
+static void print_comparison(const cmp_row *rows, int n, const spec_model *m,
+                             const spec_cluster *c, int gbs) {
+  double bound = 0;
+  for (int i = 0; i < n; i++)
+    if (rows[i].method == SEARCH_GLOBAL && rows[i].bound_s > 0) bound = rows[i].bound_s;
+  printf("\ncomparison: %s on %d GPUs of %s, global batch %d\n", m->name, c->gpus, c->name, gbs);
+  printf("%-11s %10s %7s %13s %12s %9s  %s\n", "method", "iter s", "MFU", "vs bound",
+         "evaluations", "wall s", "run");
+  for (int i = 0; i < n; i++) {
+    const cmp_row *w = &rows[i];
+    char vs[32] = "-";
+    if (w->found && bound > 0) snprintf(vs, sizeof vs, "+%.2f%%", 100 * (w->best_s - bound) / bound);
+    if (w->found)
+      printf("%-11s %10.4f %6.1f%% %13s %12lld %9.2f  %lld\n", search_method_name(w->method),
+             w->best_s, 100 * w->mfu, vs, w->evaluations, w->wall_s, (long long)w->run_id);
+    else
+      printf("%-11s %10s %7s %13s %12s %9s  %s\n", search_method_name(w->method), "-", "-", "-",
+             "-", "-", w->status == 1 ? "no feasible plan" : "failed");
+  }
+  if (bound > 0)
+    printf("vs bound: how far each method's best is above global's lower bound (%.4f s): no plan "
+           "of global's space is faster than the bound\n", bound);
+}
+
+int cmd_search(int argc, char **argv) {
+  args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  /* until MPI starts, errors every rank finds alike are printed by the first one only */
+  const job pre = {be_job_launcher_rank(), 1};
+  pp_err err = {0};
+  int all = !strcmp(a.method_name, "all");
+  search_method method = SEARCH_EXHAUSTIVE;
+  if (!all && search_method_parse(a.method_name, &method, &err)) {
+    pp_err_set(&err, PP_USAGE,
+               "--method: '%s' is not a method (exhaustive, megatron, two-level, global, all)",
+               a.method_name);
+    return fail(&pre, &err, 0);
+  }
+  if (!all && (rc = check_method_opts(&a, method))) return rc;
+  if ((rc = check_calibration(a.calibration))) return rc;
+  search_space probe;
+  search_space_default(a.gbs, &probe);
+  for (int i = 0; i < a.nspace; i++)
+    if (search_space_set(&probe, a.space_name[i], a.space_value[i], &err))
+      return fail(&pre, &err, 0);
+  spec_model m;
+  spec_cluster c;
+  if (spec_model_load(a.model, &m, &err) || spec_cluster_load(a.cluster, a.gpus, &c, &err) ||
+      spec_pair_validate(&m, &c, &err))
+    return fail(&pre, &err, 0);
+
+  job j;
+  if (job_init(&j, &err)) return fail(&pre, &err, 0);
+  search_comm comm = {j.rank, j.size, job_gather, job_bcast, &j};
+  int status = 0;
+  if (!all) {
+    status = search_one(&a, method, &m, &c, &j, &comm, NULL);
+  } else {
+    cmp_row rows[SEARCH_NMETHODS];
+    int worst = 0;
+    for (int k = 0; k < SEARCH_NMETHODS; k++) {
+      rows[k] = (cmp_row){.method = (search_method)k};
+      if (j.rank == 0 && !a.json) printf("%s== %s\n", k ? "\n" : "", search_method_name(k));
+      fflush(stdout);
+      rows[k].status = search_one(&a, (search_method)k, &m, &c, &j, &comm, &rows[k]);
+      if (rows[k].status > worst) worst = rows[k].status;
+      if (rows[k].status == 2) break; /* bad input is bad for every method */
+    }
+    if (j.rank == 0 && !a.json && worst < 2) print_comparison(rows, SEARCH_NMETHODS, &m, &c, a.gbs);
+    status = worst;
+  }
   be_job_finalize();
   return status;
 }

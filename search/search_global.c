@@ -1,7 +1,8 @@
 /* global: a joint search over stage slicing, device blocks and per-stage configuration, with a
  * certified lower bound on the optimum of its whole space.
  *
- * The space. Every plan of the uniform space (as exhaustive), and every non-uniform 1F1B
+ * The space. Every plan of the uniform space (as exhaustive), the plans two-level returns
+ * (so global contains what every other method can return), and every non-uniform 1F1B
  * pipeline whose stages take consecutive layers and consecutive device blocks in stage order:
  * stage i runs on GPUs [d_i, d_i + S_i) with d_0 = 0 and d_{i+1} = d_i + S_i (GPUs past the
  * last block stay idle), with its own tp, cp, dp, ep and recomputation; the plan's microbatch
@@ -14,15 +15,16 @@
  *
  * The units. Unit 0 is the uniform space, searched exhaustively in prepare (its optimum is
  * also the incumbent every other unit prunes against, so that no unit depends on another's
- * timing). Units 1.. are one (microbatch count m, sp, zero) each: a DP on stage costs.
+ * timing). Unit 1 holds the plans two-level returns (two_level_unit). Units 2.. are one
+ * (microbatch count m, sp, zero) each: a DP on stage costs.
  *
  * Why the bound holds. For a non-uniform 1F1B plan of P stages, cm_eval charges
  *     T = sum_i t_i + (m - 1) max_i t_i + p2p + tail,
  * where t_i is the stage's time per microbatch, computed from the stage alone
  * (cm_stage_time: its layers, its embedding or head, its groups placed on its own GPUs:
  * nothing depends on the other stages);
- *   p2p = pp_p2p_per_mb (m + P - 2) max_i p2p_i >= pp_p2p_per_mb ((m - 1) p2p_lb + sum_i p2p_i)
- * (P - 1 boundaries, each at most the max; p2p_lb the least transfer of any boundary), and
+ *   p2p = pp_p2p_per_mb (m + P - 2) max_i p2p_i >= pp_p2p_per_mb ((m - 1) p2p_0 + sum_i p2p_i)
+ * (P - 1 boundaries, each at most the max, which is at least the first one, p2p_0), and
  * each p2p_i is at least the least transfer from stage i's block to any block that may follow
  * it (p2p_bound); tail = max over stages of what cm_stage_tail charges >= the first stage's
  * own (with nothing to hide behind but its own backward, cm_stage_tail(..., 0)), and also
@@ -34,7 +36,7 @@
  * layers [k, K) from GPU d with every t_i <= t_max, of t_i plus the boundary terms (and, for
  * the first stage, the tail term) is exact over the space, and is a lower bound of the
  * corresponding part of T. For every plan whose max_i t_i lies in [a, b],
- *     T >= F(b) + (m - 1) a   (+ pp_p2p_per_mb (m - 1) p2p_lb when P >= 2),
+ *     T >= F(b) + (m - 1) a,
  * because the plan is a candidate of the DP at b. The unit splits [a0, b0] into such
  * intervals (branch and bound on t_max): a0 = K * min over stage types of (GPUs * time per
  * layer) / N (the sum over stages of GPUs * t_i is at least that, and at most N t_max); b0 is
@@ -151,7 +153,7 @@ static void gl_release(search__run *run) {
 static int gl_units(search__run *run, int *n, pp_err *err) {
   (void)err;
   gl_state *s = run->state;
-  *n = 1 + s->nm * s->nsp * s->nz;
+  *n = 2 + s->nm * s->nsp * s->nz;
   return PP_OK;
 }
 
@@ -467,7 +469,10 @@ static void dp_solve(const gl_state *s, const spec_cluster *c, const gtab *T, gd
             int C = max_layers(g, 1, tmax, D->hbm, f);
             for (int cc = 1; cc <= C && cc <= K - 1 && cc <= hi; cc++) {
               if (nx[cc] == INFINITY) continue;
-              double t = cc * g->l + g->x[1] + T->bnd[slot] + fmax(g->tail0[cc], D->tail_lb) + nx[cc];
+              /* its boundary counts m times: once in the sum over boundaries, m - 1 times as
+               * a lower bound of the slowest boundary (see p2p_bound) */
+              double t = cc * g->l + g->x[1] + D->m * T->bnd[slot] +
+                         fmax(g->tail0[cc], D->tail_lb) + nx[cc];
               size_t at = IDX(D, cl, 0, 0);
               if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)cc, D->nc[at] = cls[cc];
             }
@@ -536,11 +541,9 @@ static int score_solve(gunit *g, double *best_obj, double *best_tmax, double *Gm
   int rr[EVAL_PER_SOLVE], nv = 0;
   *best_obj = *Gmin = INFINITY;
   *best_tmax = 0;
-  double per_mb = cm_model_params(g->u->cm)->pp_p2p_per_mb;
   for (int r = 1; r <= D->C; r++) {
     double G = D->G[IDX(D, r, 0, 0)];
     if (G == INFINITY) continue;
-    if (r > 1) G += per_mb * (g->m - 1) * g->p2p_lb; /* transfers: see p2p_bound */
     if (G < *Gmin) *Gmin = G;
     int n;
     double tm = rebuild(g, r, &n);
@@ -601,12 +604,13 @@ static void dp_free(gunit *g) {
 }
 
 /* Stage-to-stage transfers in the bound. cm_eval charges pp_p2p_per_mb * (m + P - 2) * the
- * slowest boundary's transfer; since (P - 1) * max >= the sum over the P - 1 boundaries,
- *     p2p >= pp_p2p_per_mb * ((m - 1) * least boundary + sum over boundaries),
+ * slowest boundary's transfer; since (P - 1) * max >= the sum over the P - 1 boundaries and
+ * max >= the first boundary,
+ *     p2p >= pp_p2p_per_mb * ((m - 1) * first boundary + sum over boundaries),
  * and each boundary costs at least the least transfer from its sending block to any block
  * that may follow it (the sender's tp at 1: with pp_scatter_gather off the bytes grow with
  * it, with it on they do not depend on it). The DP adds bnd[slot] for every stage that has a
- * next one; the root adds the (m - 1) term (p2p_lb) for plans of two or more stages. */
+ * next one, m times for the first stage. */
 static int p2p_bound(gunit *g, pp_err *err) {
   const gl_state *s = g->s;
   const spec_cluster *c = &g->u->run->c;
@@ -711,7 +715,8 @@ static int bnb(gunit *g, pp_err *err) {
     /* split where the interval's bound would reach the stopping point (then one solve that
      * finds no plan within it closes the interval), else in the middle */
     double crit = (target / stop_gap - I.Gb) / (g->m - 1 > 0 ? g->m - 1 : 1);
-    double mid = crit > I.a && crit < I.b ? crit : 0.5 * (I.a + I.b);
+    double w = I.b - I.a;
+    double mid = crit > I.a + 0.01 * w && crit < I.b - 0.01 * w ? crit : I.a + 0.5 * w;
     /* screen with the one-class relaxation first: when even it finds nothing within mid, or
      * its bound already reaches the stopping point, the exact solve is not needed */
     dp_solve(g->s, &run->c, &g->T, &g->D, mid, 1);
@@ -756,6 +761,35 @@ static int bnb(gunit *g, pp_err *err) {
   return PP_OK;
 }
 
+/* Unit 1: the plans two-level returns (Alpa places sub-meshes largest first, not in stage
+ * order, and mixes node-sized and smaller blocks the DP's contiguous blocks do not cover),
+ * scored by the same cost model: its plans are part of global's space, so global is never
+ * worse than two-level, and this unit's bound is its best plan (a finite set, evaluated). */
+static int two_level_unit(search__unit *u, pp_err *err) {
+  search__run sub = *u->run;
+  sub.method = &search__two_level;
+  sub.state = NULL;
+  search__unit t = {.run = &sub, .cm = u->cm, .unit = 1, .complete = 1,
+                    .min_excess_gib = INFINITY};
+  pp_err e2 = {0};
+  int rc = search__top_init(&t.top, u->run->o->top, err);
+  if (!rc && !(rc = sub.method->prepare(&sub, &e2))) rc = sub.method->unit(&t, &e2);
+  if (sub.method->release) sub.method->release(&sub);
+  if (rc == PP_NOMEM || rc == PP_INTERNAL) {
+    search__top_free(&t.top);
+    *err = e2;
+    return rc;
+  }
+  /* otherwise (e.g. a build without CBC) two-level returns nothing: this part is empty */
+  u->evaluations = t.evaluations, u->feasible = t.feasible, u->pruned = t.pruned;
+  u->complete = t.complete;
+  u->bound_s = t.top.n ? t.top.e[0].cm.iter_time_s : INFINITY;
+  for (int i = 0; i < t.top.n && rc != -1; i++)
+    if (search__top_offer(&u->top, &t.top.e[i].plan, &t.top.e[i].cm, 1, err) < 0) rc = -1;
+  search__top_free(&t.top);
+  return rc == -1 ? err->code : PP_OK;
+}
+
 static int gl_unit(search__unit *u, pp_err *err) {
   gl_state *s = u->run->state;
   if (u->unit == 0) { /* the uniform space, searched in prepare */
@@ -769,7 +803,8 @@ static int gl_unit(search__unit *u, pp_err *err) {
         return err->code;
     return PP_OK;
   }
-  int i = u->unit - 1;
+  if (u->unit == 1) return two_level_unit(u, err);
+  int i = u->unit - 2;
   gunit g = {.u = u, .s = s};
   g.zero = s->zs[i % s->nz];
   i /= s->nz;
