@@ -75,7 +75,7 @@ static void usage_errors(void) {
   } bad[] = {
       {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method", "best",
         NULL},
-       "--method: 'best' is not a method (exhaustive, megatron, two-level, global)"},
+       "--method: 'best' is not a method (exhaustive, megatron, two-level, global, all)"},
       {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
         "exhaustive", "--time-limit", "soon", NULL},
        "--time-limit: 'soon' is not a number >= 0"},
@@ -172,6 +172,29 @@ static void small(int sim) {
   CHECK_CONTAINS(r.out, "\nbest (plan ");
   CHECK_STREQ(r.err, "");
   tu_run_free(&r);
+  free(db);
+}
+
+/* --method all: the four methods in turn, four runs stored, then the comparison table where
+ * no method is above global's bound by less than 0 (the bound holds for every plan). */
+static void all_methods(void) {
+  char *db = tu_path(dir, "all.db");
+  const char *args[] = {"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "16",
+                        "--gbs", "64", "--method", "all", "--top", "2", NULL};
+  tu_run r;
+  search(db, args, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "== two-level");
+  CHECK_CONTAINS(r.out, "\ncomparison: gpt3-1.3b on 16 GPUs of dgx-h100, global batch 64\n");
+  const char *names[] = {"\nexhaustive ", "\nmegatron ", "\ntwo-level ", "\nglobal "};
+  for (int i = 0; i < 4; i++) {
+    const char *row = r.out ? strstr(strstr(r.out, "\ncomparison"), names[i]) : NULL;
+    CHECK(row != NULL);
+    if (row) CHECK(strstr(row, "%") && !strstr(row, "+-")); /* "+x.xx%": never below the bound */
+  }
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"), 4);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(DISTINCT method) FROM search_runs"), 4);
   free(db);
 }
 
@@ -326,6 +349,7 @@ int main(int argc, char **argv) {
   } else {
     usage_errors();
     small(sim);
+    all_methods();
     infeasible();
     resume();
     rc = check_status();
