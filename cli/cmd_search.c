@@ -554,8 +554,6 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
                        const simmed *sm, int threads, int ranks) {
   char rate[32];
   human(r->wall_s > 0 ? (double)r->evaluations / r->wall_s : 0, rate, sizeof rate);
-  if (r->method != SEARCH_EXHAUSTIVE)
-    printf("space: %.0f plans\n", r->space_size);
   printf("%s: %lld evaluations, %lld fit, %lld pruned; %d of %d units%s; %.2f s (%s evals/s), "
          "%d thread%s%s",
          search_method_name(r->method), r->evaluations, r->feasible, r->pruned, r->units_done,
@@ -705,7 +703,6 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
   cm_params_default(&m, &prm);
 
   cm_model *cm = NULL;
-  search_uspace *us = NULL;
   run_ctx x = {.a = a, .tty = isatty(2)};
   store_search_state state;
   memset(&state, 0, sizeof state);
@@ -721,22 +718,21 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
     threads = n > 0 ? (int)n : 1;
   }
   /* errors every rank finds alike (the cost model, the units) need no abort */
-  if (cm_model_create(&m, &c, &prm, &cm, &err) || search_units(cm, &o, &units, &err)) {
+  double space = 0;
+  if (cm_model_create(&m, &c, &prm, &cm, &err) ||
+      search_units(cm, &o, &units, &space, &err)) {
     status = fail(&j, &err, 0);
     goto done;
   }
   if (j.rank == 0 && !a->json) {
     printf("%s on %s (%d GPUs), global batch %d, method %s\n", m.name, c.name, c.gpus, a->gbs,
            search_method_name(method));
-    if (method == SEARCH_EXHAUSTIVE) {
-      /* the exhaustive method searches the uniform space: its size is known before */
-      if (search_uspace_build(&o.space, &m, &c, &us, &err)) {
-        status = fail(&j, &err, 0);
-        goto done;
-      }
-      printf("space: %zu plans in %d units\n", search_uspace_size(us), units);
-      fflush(stdout);
-    }
+    /* the space is known before the search: say how large it is */
+    if (space < 1e15)
+      printf("space: %.0f plans in %d units\n", space, units);
+    else
+      printf("space: %.3g plans in %d units\n", space, units);
+    fflush(stdout);
   }
   if (begin_run(a, &j, o.comm, &o, &m, &c, units, &x, &state, &units_done, &err)) {
     status = j.rank == 0 ? fail(&j, &err, 0) : pp_exit_status(err.code);
@@ -817,7 +813,7 @@ done:
   if (units_done != state.units_done) free(units_done);
   store_search_state_clear(&state);
   store_close(x.st);
-  search_uspace_free(us);
+
   cm_model_destroy(cm);
   return status;
 }

@@ -409,8 +409,10 @@ static int check_opts(const search_opts *o, pp_err *err) {
   return PP_OK;
 }
 
-static int prepare(cm_model *cm, const search_opts *o, double t0, search__run *run, pp_err *err) {
+static int prepare(cm_model *cm, const search_opts *o, double t0, search__run *run, int sizing,
+                   pp_err *err) {
   memset(run, 0, sizeof *run);
+  run->sizing = sizing;
   if (check_opts(o, err)) return err->code;
   if (o->time_limit_s > 0) run->deadline = t0 + o->time_limit_s;
   run->o = o;
@@ -422,10 +424,12 @@ static int prepare(cm_model *cm, const search_opts *o, double t0, search__run *r
   return run->method->prepare ? run->method->prepare(run, err) : PP_OK;
 }
 
-int search_units(cm_model *cm, const search_opts *o, int *units, pp_err *err) {
+int search_units(cm_model *cm, const search_opts *o, int *units, double *space_size,
+                 pp_err *err) {
   search__run run;
-  int rc = prepare(cm, o, search__now(), &run, err);
+  int rc = prepare(cm, o, search__now(), &run, 1, err);
   if (!rc) rc = run.method->units(&run, units, err);
+  if (!rc && space_size) *space_size = run.method->space_size ? run.method->space_size(&run) : 0;
   if (run.method && run.method->release) run.method->release(&run);
   return rc;
 }
@@ -478,7 +482,7 @@ int search_run(cm_model *cm, const search_opts *o, search_result *out, pp_err *e
   double t0 = search__now();
   search__run run;
   /* the deadline holds from the start: a method's prepare may search too (global) */
-  int units = 0, rc = prepare(cm, o, t0, &run, err);
+  int units = 0, rc = prepare(cm, o, t0, &run, 0, err);
   if (!rc) rc = run.method->units(&run, &units, err);
   if (rc) {
     if (run.method && run.method->release) run.method->release(&run);

@@ -107,6 +107,86 @@ static int block_sizes(gl_state *s, const spec_cluster *c, pp_err *err) {
   return PP_OK;
 }
 
+static int valid_cfg(const search__run *run, int tp, int cp, int ep, int dp, int sp);
+static int gpu_at(const gl_state *s, const spec_cluster *c, int p);
+static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d);
+
+/* Configurations a block of S GPUs may run (tp, cp, dp, ep, recompute) with `samples`
+ * sequences per microbatch: the count the space size multiplies by. */
+static int count_cfgs(const search__run *run, int S, int samples, int sp) {
+  const search_space *s = &run->o->space;
+  int n = 0, rcs = 0;
+  for (int r = 0; r < 3; r++) rcs += (s->recompute >> r) & 1;
+  for (int tp = 1; tp <= S; tp++)
+    for (int cp = 1; S % tp == 0 && cp <= S / tp; cp++) {
+      if ((S / tp) % cp) continue;
+      int dp = S / tp / cp;
+      if (samples % dp || (s->max_mbs && samples / dp > s->max_mbs)) continue;
+      for (int ep = 1; ep <= dp * cp; ep++) n += valid_cfg(run, tp, cp, ep, dp, sp) ? rcs : 0;
+    }
+  return n;
+}
+
+/* Plans of the non-uniform part for one (microbatch count, sp, ZeRO): paths of stages over
+ * layers and positions, each stage a block that fits where it starts, one of its
+ * configurations and any layer count (a count, not a search; doubles, it can be huge). */
+static double count_paths(const gl_state *s, const search__run *run, int samples, int sp) {
+  const spec_cluster *c = &run->c;
+  int K = run->m.layers, P = s->sub_node ? c->gpus : c->gpus / c->gpus_per_node;
+  double *cnt = calloc((size_t)(K + 2) * (size_t)(P + 1), sizeof *cnt); /* suffix sums over k */
+  int *ncfg = malloc((size_t)s->nsizes * sizeof *ncfg);
+  if (!cnt || !ncfg) {
+    free(cnt), free(ncfg);
+    return 0;
+  }
+  for (int z = 0; z < s->nsizes; z++) ncfg[z] = count_cfgs(run, s->sizes[z], samples, sp);
+#define CNT(k, p) cnt[(size_t)(k) * (size_t)(P + 1) + (size_t)(p)]
+  /* CNT(k, p) = plans of the stages from layer k at position p; S(k, p) = sum over k' >= k */
+  double *suf = calloc((size_t)(K + 2) * (size_t)(P + 1), sizeof *suf);
+  if (!suf) {
+    free(cnt), free(ncfg);
+    return 0;
+  }
+  for (int p = P; p >= 0; p--) {
+    CNT(K, p) = 1;
+    suf[(size_t)K * (P + 1) + p] = 1;
+    for (int k = K - 1; k >= 0; k--) {
+      double v = 0;
+      int d = gpu_at(s, c, p);
+      for (int z = 0; z < s->nsizes && p < P; z++) {
+        int S = s->sizes[z];
+        if (!fits_at(s, c, S, d) || !ncfg[z]) continue;
+        if (k == 0 && p == 0 && S == c->gpus) continue; /* uniform */
+        int pn = s->sub_node ? d + S : (d + S) / c->gpus_per_node;
+        v += ncfg[z] * suf[(size_t)(k + 1) * (P + 1) + pn];
+      }
+      CNT(k, p) = v;
+      suf[(size_t)k * (P + 1) + p] = v + suf[(size_t)(k + 1) * (P + 1) + p];
+    }
+  }
+  double total = CNT(0, 0);
+#undef CNT
+  free(cnt), free(suf), free(ncfg);
+  return total;
+}
+
+/* The non-uniform units (microbatch counts, sp and ZeRO) and the size of their space. */
+static int count_nonuniform(gl_state *s, const search__run *run, pp_err *err) {
+  const search_space *sp = &run->o->space;
+  s->mbcount = malloc((size_t)sp->gbs * sizeof *s->mbcount);
+  if (!s->mbcount) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  for (int m = 1; m <= sp->gbs; m++)
+    if (sp->gbs % m == 0) s->mbcount[s->nm++] = m;
+  for (int v = 0; v < 2; v++)
+    if (sp->sp & (1u << v)) s->sps[s->nsp++] = v;
+  for (int z = 0; z < 2; z++)
+    if (sp->zero & (1u << z)) s->zs[s->nz++] = z;
+  for (int i = 0; i < s->nm; i++)
+    for (int v = 0; v < s->nsp; v++)
+      s->nonuniform_size += s->nz * count_paths(s, run, sp->gbs / s->mbcount[i], s->sps[v]);
+  return PP_OK;
+}
+
 static int gl_prepare(search__run *run, pp_err *err) {
   gl_state *s = calloc(1, sizeof *s);
   if (!s) return pp_err_set(err, PP_NOMEM, "search: out of memory");
@@ -115,6 +195,11 @@ static int gl_prepare(search__run *run, pp_err *err) {
   int rc = search_uspace_build(sp, &run->m, &run->c, &s->u, err);
   if (!rc) rc = block_sizes(s, &run->c, err);
   if (rc) return rc;
+  if (run->sizing) { /* counting only: the sizes below, no search */
+    s->incumbent = INFINITY;
+    if (!sp->uniform_only) rc = count_nonuniform(s, run, err);
+    return rc;
+  }
   /* the uniform space, exhaustively, on the caller's model (one thread: deterministic) */
   search__unit u = {.run = run, .cm = run->cm, .unit = 0, .complete = 1,
                     .min_excess_gib = INFINITY};
@@ -127,16 +212,7 @@ static int gl_prepare(search__run *run, pp_err *err) {
   memcpy(s->u_why, u.why, sizeof s->u_why);
   s->incumbent = s->utop.n ? s->utop.e[0].cm.iter_time_s : INFINITY;
   if (rc || sp->uniform_only) return rc;
-  /* microbatch counts, sp and ZeRO of the non-uniform units */
-  s->mbcount = malloc((size_t)sp->gbs * sizeof *s->mbcount);
-  if (!s->mbcount) return pp_err_set(err, PP_NOMEM, "search: out of memory");
-  for (int m = 1; m <= sp->gbs; m++)
-    if (sp->gbs % m == 0) s->mbcount[s->nm++] = m;
-  for (int v = 0; v < 2; v++)
-    if (sp->sp & (1u << v)) s->sps[s->nsp++] = v;
-  for (int z = 0; z < 2; z++)
-    if (sp->zero & (1u << z)) s->zs[s->nz++] = z;
-  return PP_OK;
+  return count_nonuniform(s, run, err);
 }
 
 static void gl_release(search__run *run) {

@@ -73,6 +73,8 @@ struct search__run {
   /* global: the best time known to every unit at the start (exhaustive's optimum), used
    * only to prune, never changed while units run (keeps the counts deterministic) */
   double incumbent_s;
+  int sizing;                 /* 1: prepared only to count units and the space (search_units):
+                                 nothing is searched */
 };
 
 extern const search__method search__exhaustive;

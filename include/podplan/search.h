@@ -176,8 +176,10 @@ typedef struct search_opts {
 } search_opts;
 void search_opts_default(search_method m, int gbs, search_opts *out);
 
-/* The number of work units the search with these options has (to size units_done). */
-int search_units(cm_model *cm, const search_opts *o, int *units, pp_err *err);
+/* The number of work units the search with these options has (to size units_done) and the
+ * size of its space (plans; space_size may be NULL), known before it runs. */
+int search_units(cm_model *cm, const search_opts *o, int *units, double *space_size,
+                 pp_err *err);
 
 /* Runs the search on the cost model's (model, cluster, parameters). With o->comm, every rank
  * calls it; rank 0 gets the merged result, the others their own part. No feasible plan is a
