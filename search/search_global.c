@@ -797,10 +797,6 @@ static int bnb(gunit *g, pp_err *err) {
      * its bound already reaches the stopping point, the exact solve is not needed */
     dp_solve(g->s, &run->c, &g->T, &g->D, mid, 1);
     double Gr = g->D.G[IDX(&g->D, 1, 0, 0)];
-#ifdef GL_TRACE
-    fprintf(stderr, "  [%.9g %.9g] Gb %.9g mid %.9g Gr %.9g target %.9g n %d\n", I.a, I.b, I.Gb,
-            mid, Gr, target, n);
-#endif
     if (n + 2 > cap) {
       ival *t = realloc(iv, (size_t)(cap *= 2) * sizeof *iv);
       if (!t) {
@@ -819,15 +815,7 @@ static int bnb(gunit *g, pp_err *err) {
       free(iv);
       return err->code;
     }
-    if (n + 2 > cap) {
-      ival *t = realloc(iv, (size_t)(cap *= 2) * sizeof *iv);
-      if (!t) {
-        free(iv);
-        return pp_err_set(err, PP_NOMEM, "search: out of memory");
-      }
-      iv = t;
-    }
-    iv[n++] = (ival){mid, I.b, I.Gb};
+    iv[n++] = (ival){mid, I.b, I.Gb}; /* room for two was made above */
     if (obj < INFINITY) {
       if (obj < resolved) resolved = obj; /* [tm, mid] is resolved by the plan found */
       if (tm > I.a) iv[n++] = (ival){I.a, tm, Gm};
@@ -887,19 +875,8 @@ static int gl_unit(search__unit *u, pp_err *err) {
   g.sp = s->sps[i % s->nsp];
   g.m = s->mbcount[i / s->nsp];
   g.samples = u->run->o->space.gbs / g.m;
-#ifdef GL_TRACE
-  double t0 = search__now();
-#endif
   int rc = build_types(u, g.samples, g.sp, g.zero, &g.T, err);
-#ifdef GL_TRACE
-  double t1 = search__now();
-  long long e0 = u->evaluations;
-#endif
   if (!rc) rc = bnb(&g, err);
-#ifdef GL_TRACE
-  fprintf(stderr, "unit m=%d sp=%d z=%d types=%d build %.3f s bnb %.3f s evals %lld bound %.4f\n",
-          g.m, g.sp, g.zero, g.T.n, t1 - t0, search__now() - t1, u->evaluations - e0, u->bound_s);
-#endif
   dp_free(&g);
   return rc;
 }
