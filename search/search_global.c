@@ -40,9 +40,9 @@
  * because the plan is a candidate of the DP at b. The unit splits [a0, b0] into such
  * intervals (branch and bound on t_max): a0 = K * min over stage types of (GPUs * time per
  * layer) / N (the sum over stages of GPUs * t_i is at least that, and at most N t_max); b0 is
- * the max stage time of the DP's plan without a t_max (beyond it F no longer falls and the
- * (m - 1) t_max term only grows). A DP solution at t with actual max t' <= t resolves
- * [t', t] (F(t') = F(t)). The unit's bound is the least of its intervals' bounds; the run's
+ * the max stage time of the relaxed DP's plan without a t_max (beyond it the relaxed F no
+ * longer falls and the (m - 1) t_max term only grows). A DP solution at t with actual max
+ * t' <= t resolves [t', t] (F(t') = F(t)). The unit's bound is the least of its intervals' bounds; the run's
  * bound is the least over units, and the uniform space's own optimum is its exact bound.
  * The DP's plans (the best per stage count at each t_max tried) are scored by cm_eval: they
  * are the upper bounds; gap = (best - bound) / bound. Left out of the bound (so only
@@ -754,17 +754,22 @@ static int bnb(gunit *g, pp_err *err) {
   }
   if (dp_alloc(g, err)) return err->code;
   g->D.tail_lb = g->tail_lb;
-  dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY, g->m);
-  if (score_solve(g, &obj, &tm, &Gm, err)) return err->code;
-  if (obj == INFINITY) { /* nothing fits */
+  /* without a t_max, relaxed: its least sum G~ is at most every plan's sum, and its plan's
+   * largest stage time b0 closes [b0, inf): there T >= G~ + (m - 1) b0 */
+  dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY, 1);
+  Gm = g->D.G[IDX(&g->D, 1, 0, 0)];
+  if (Gm == INFINITY) { /* nothing fits even the relaxation: nothing fits */
     u->bound_s = INFINITY;
     return PP_OK;
   }
-  double resolved = obj; /* least DP objective of the resolved parts */
+  int nst;
+  tm = rebuild(g, 1, &nst);
+  double resolved = INFINITY; /* least bound of the parts closed so far */
   int cap = 64, n = 0;
   ival *iv = malloc((size_t)cap * sizeof *iv);
   if (!iv) return pp_err_set(err, PP_NOMEM, "search: out of memory");
   if (tm > a0) iv[n++] = (ival){a0, tm, Gm};
+  iv[n++] = (ival){tm, INFINITY, Gm}; /* [b0, inf): solved exactly without a t_max if needed */
   for (;;) {
     int bi = -1;
     double blb = INFINITY;
@@ -784,6 +789,16 @@ static int bnb(gunit *g, pp_err *err) {
     }
     ival I = iv[bi];
     iv[bi] = iv[--n];
+    if (I.b == INFINITY) { /* the exact DP without a t_max: its plan closes [its t_max, inf) */
+      dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY, g->m);
+      if (score_solve(g, &obj, &tm, &Gm, err)) {
+        free(iv);
+        return err->code;
+      }
+      if (obj < resolved) resolved = obj;
+      if (obj < INFINITY && tm > I.a) iv[n++] = (ival){I.a, tm, Gm}; /* room: one was popped */
+      continue;
+    }
     if (I.b - I.a <= 1e-9 * I.b) { /* too narrow to split: its bound is final */
       if (blb < resolved) resolved = blb;
       continue;
