@@ -752,6 +752,11 @@ static int bnb(gunit *g, pp_err *err) {
     u->pruned++;
     return PP_OK;
   }
+  if (search__expired(run)) { /* out of time before it began: only the static bound */
+    u->bound_s = lb0;
+    u->complete = 0;
+    return PP_OK;
+  }
   if (dp_alloc(g, err)) return err->code;
   g->D.tail_lb = g->tail_lb;
   /* without a t_max, relaxed: its least sum G~ is at most every plan's sum, and its plan's
