@@ -73,7 +73,7 @@ typedef struct gl_state {
   int *sizes, nsizes;        /* block sizes in GPUs */
   int sub_node;              /* 1: positions are GPUs; 0: nodes */
   int period;                /* position classes: d mod period */
-  double nonuniform_size;    /* plans of the non-uniform part (approximate) */
+  double nonuniform_size;    /* plans of the non-uniform part (counted in doubles) */
 } gl_state;
 
 /* ---- prepare ----------------------------------------------------------------------------- */
@@ -581,7 +581,6 @@ typedef struct gunit {
   gdp D;
   int m, sp, zero, samples;
   double tail_lb;
-  double p2p_lb;      /* least stage-to-stage transfer of any boundary */
   search_stage *st;   /* reconstruction buffer: R stages */
 } gunit;
 
@@ -699,7 +698,6 @@ static int p2p_bound(gunit *g, pp_err *err) {
     return pp_err_set(err, PP_NOMEM, "search: out of memory");
   }
   for (int i = 0; i < 2 * c->gpus; i++) ids[i] = i % c->gpus;
-  double least = INFINITY;
   for (int za = 0; za < s->nsizes; za++)
     for (int d = 0; d < s->period && d < c->gpus; d++) {
       size_t slot = (size_t)za * s->period + (size_t)d;
@@ -713,10 +711,8 @@ static int p2p_bound(gunit *g, pp_err *err) {
           if (t < best) best = t;
         }
       g->T.bnd[slot] = best < INFINITY ? per_mb * best : 0;
-      if (best < least) least = best;
     }
   free(ids);
-  g->p2p_lb = least < INFINITY ? least : 0;
   return PP_OK;
 }
 

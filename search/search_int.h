@@ -70,9 +70,6 @@ struct search__run {
   cm_params p;
   double deadline;            /* monotonic seconds; 0: none */
   void *state;                /* the method's prepared state */
-  /* global: the best time known to every unit at the start (exhaustive's optimum), used
-   * only to prune, never changed while units run (keeps the counts deterministic) */
-  double incumbent_s;
   int sizing;                 /* 1: prepared only to count units and the space (search_units):
                                  nothing is searched */
 };
