@@ -175,13 +175,19 @@ void cm__layer_cost(const cm_model *cm, const cm__cfg *g, cm__layer *L) {
     L->recomp_s = attn_f;
   }
 
-  /* activations kept for backward (bytes), Korthikanti et al. 2022 Sec. 4 generalised */
+  /* activations kept for backward (bytes), Korthikanti et al. 2022 Sec. 4 generalised. With
+   * fp8, Transformer Engine's Linear keeps the fp8-cast input of each GEMM (or its fp8
+   * transpose) for the weight gradient instead of the bf16 input: 1 byte per element (gin) */
   double ab = cm->act_bytes, mask = drop ? 1.0 : 0.0;
-  /* inputs of LN1, QKV, LN2 and FC1, and the two dropout masks, on the replicated tokens */
-  double replicated = 4.0 * ab * h * Tn + 2.0 * mask * h * Tn;
+  double gin = m->dtype == SPEC_DTYPE_FP8 ? 1.0 : ab;
+  /* inputs of LN1 and LN2 (bf16), of QKV and FC1 (GEMM inputs), and the two dropout masks,
+   * on the replicated tokens */
+  double replicated = 2.0 * (ab + gin) * h * Tn + 2.0 * mask * h * Tn;
   double qkv_out = ab * T * (a + 2 * kv) * dh / t;
-  double proj_in = ab * T * a * dh / t;
-  double mlp = mlp_tokens * (ab * (swiglu ? 2 * f : f) / t + ab * f / t); /* act-fn in, FC2 in */
+  /* the projection's input; flash attention keeps the same tensor (its output) in bf16 for
+   * its own backward, beside the GEMM's fp8 copy */
+  double proj_in = (gin + (p->flash_attention && gin != ab ? ab : 0)) * T * a * dh / t;
+  double mlp = mlp_tokens * (ab * (swiglu ? 2 * f : f) / t + gin * f / t); /* act-fn in, FC2 in */
   double scores = p->flash_attention ? 4.0 * heads * (s / c) /* log-sum-exp, fp32 */
                                      : heads * (s / c) * s * (drop ? 5.0 : 2.0);
   double full = replicated + qkv_out + proj_in + mlp + scores;

@@ -228,6 +228,27 @@ typedef struct rank_cost {
 
 static double rc_total(const rank_cost *r) { return r->comp + r->tp + r->cp + r->ep + r->dp; }
 
+/* ZeRO-3's gathered parameters held at once on a GPU of configuration g, bytes. PyTorch FSDP
+ * (zero3_live_params = 0) gathers a transformer block per unit and prefetches the next: two
+ * layers. DeepSpeed gathers per submodule (each Linear) and releases it after use
+ * (partitioned_param_coordinator.py): prefetching stops once the live parameters would pass
+ * stage3_max_live_parameters, so it holds the largest weight w and, while w is under the
+ * limit, the next one; in backward the module's unreduced gradient (w) besides. */
+static double zero3_gather_bytes(const cm_model *cm, const cm__cfg *g) {
+  const spec_model *m = &cm->m;
+  double live = cm->p.zero3_live_params;
+  if (live <= 0) return 2.0 * (cm->layer_dense_params / g->tp +
+                               cm->layer_expert_params / ((double)g->tp * g->ep)) * cm->act_bytes;
+  double h = m->hidden, dh = cm->dh, f = m->ffn_hidden;
+  double w[] = {h * (m->heads + 2.0 * m->kv_heads) * dh, m->heads * dh * h,
+                h * f * (m->ffn == SPEC_FFN_SWIGLU ? 2 : 1), f * h};
+  double big = 0;
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+    if (w[i] / g->tp > big) big = w[i] / g->tp;
+  double held = big >= live ? big : fmin(2 * big, live + big);
+  return (held + big) * cm->act_bytes;
+}
+
 /* The coefficients of a configuration whose layer, embedding and head costs are e. */
 static void coef_from(const cm_model *cm, const cm__cfg *g, const cm__layer_entry *e,
                       cm_stage_coef *s) {
@@ -244,7 +265,7 @@ static void coef_from(const cm_model *cm, const cm__cfg *g, const cm__layer_entr
   s->expert_params = cm->layer_expert_params / ((double)g->tp * g->ep);
   s->act_bytes = L->act_bytes;
   s->work_bytes = L->work_bytes;
-  s->zero3_gather_bytes = (s->params + s->expert_params) * cm->act_bytes;
+  s->zero3_gather_bytes = zero3_gather_bytes(cm, g);
   s->embed_comp_s = e->emb_f + e->emb_b;
   s->embed_bwd_s = e->emb_b;
   s->embed_params = cm->embed_params / g->tp;
@@ -353,7 +374,7 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
   mem->grads_gib = gr / CM_GIB;
   mem->optimizer_gib = opt / CM_GIB;
   mem->activations_gib = inflight_bytes / CM_GIB;
-  mem->other_gib = (r->other_bytes + (zero >= 3 ? 2 * r->zero3_gather : 0)) / CM_GIB;
+  mem->other_gib = (r->other_bytes + (zero >= 3 ? r->zero3_gather : 0)) / CM_GIB;
   mem->overhead_gib = p->mem_overhead_gib;
   mem->total_gib = mem->weights_gib + mem->grads_gib + mem->optimizer_gib +
                    mem->activations_gib + mem->other_gib + mem->overhead_gib;

@@ -272,6 +272,42 @@ static int coll_curves(const char *path, FILE *out, study_validate_summary *sum,
   return PP_OK;
 }
 
+/* Adds one evaluated row to the memory check. */
+static void note_memory(study_validate_summary *sum, int row, const spec_cluster *c,
+                        const cm_result *r) {
+  double room = c->gpu.hbm_gib - r->mem_gib_per_gpu;
+  if (sum->mem_rows == 0 || room < sum->min_headroom_gib)
+    sum->min_headroom_gib = room, sum->min_headroom_row = row;
+  sum->mem_rows++;
+  sum->mem_infeasible += !r->feasible;
+}
+
+/* A row that study validate skips still names a configuration that trained: its memory is
+ * checked when it states what memory depends on (the model's name, the plan, the
+ * batch, recompute, the cluster); otherwise it is counted as incomplete. */
+static int skipped_memory(const study__csv *c, char **row, study_validate_summary *sum,
+                          pp_err *err) {
+  const char *need[] = {"model_name", "tp",        "pp",         "dp",
+                        "micro_batch", "global_batch", "recompute", "cluster"};
+  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+    if (!*F(c, row, need[i])) {
+      sum->mem_incomplete++;
+      return PP_OK;
+    }
+  row_result rr = {0};
+  cm_params prm;
+  cm_model *cm = NULL;
+  int rc = PP_OK;
+  if (build_row(c, row, &rr, &prm, err) || cm_model_create(&rr.m, &rr.c, &prm, &cm, err) ||
+      cm_eval(cm, &rr.p, &rr.r, err))
+    rc = err->code;
+  else
+    note_memory(sum, atoi(F(c, row, "row")), &rr.c, &rr.r);
+  cm_model_destroy(cm);
+  spec_plan_clear(&rr.p);
+  return rc;
+}
+
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err) {
   FILE *out = o->out ? o->out : stdout;
   memset(sum, 0, sizeof *sum);
@@ -307,6 +343,7 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
     if (strcmp(set, "target") && strcmp(set, "holdout")) {
       sum->skipped++;
       fprintf(out, "%-4s %-8s skipped: %s\n", F(&csv, row, "row"), "-", F(&csv, row, "skip_reason"));
+      if ((rc = skipped_memory(&csv, row, sum, err))) goto done;
       continue;
     }
     row_result *rr = &rs[n];
@@ -336,6 +373,7 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
             set, rr->source, rr->model, rr->gpus, shape, rr->published_s, rr->predicted_s,
             rr->err_pct, rr->mem_gib, rr->feasible ? "" : " DOES NOT FIT");
     sum->used++;
+    note_memory(sum, rr->row, &rr->c, &rr->r);
     sum->infeasible += !rr->feasible;
     sum->target_infeasible += !rr->feasible && strcmp(set, "target") == 0;
     acc_add(by_src, &nsrc, 32, rr->source, rr->err_pct);
@@ -359,6 +397,12 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
   }
   fprintf(out, "  %d rows predicted, %d skipped, %d predicted not to fit\n", sum->used,
           sum->skipped, sum->infeasible);
+  fprintf(out,
+          "\nMemory of every published configuration: %d rows evaluated (%d skipped rows lack "
+          "the plan, batch, recompute or cluster), %d predicted not to fit; tightest headroom "
+          "%.1f GiB (row %d)\n",
+          sum->mem_rows, sum->mem_incomplete, sum->mem_infeasible, sum->min_headroom_gib,
+          sum->min_headroom_row);
   if ((rc = coll_curves(o->busbw, out, sum, err))) goto done;
   if (o->out_dir && (rc = write_csv(o->out_dir, rs, n, err))) goto done;
   if (o->db && (rc = store_rows(o->db, rs, n, err))) goto done;

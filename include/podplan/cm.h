@@ -89,6 +89,9 @@ typedef struct cm_params {
   double mem_overhead_gib;   /* CUDA context, NCCL buffers, allocator fragmentation */
   double grad_bytes;         /* bytes per gradient element kept (4: fp32 main grads) */
   double grad_comm_bytes;    /* bytes per gradient element reduced over data parallelism */
+  double zero3_live_params;  /* ZeRO-3 gathering: 0 per transformer block (PyTorch FSDP, one
+                                block wrapped per unit, the next prefetched); > 0 per Linear
+                                with DeepSpeed's stage3_max_live_parameters (1e9 default) */
   /* the training software being modelled */
   int flash_attention;       /* 0: unfused softmax with s^2 activations (Megatron 2021) */
   int dropout;               /* 1: dropout layers (GPT-era), 0: none (Llama-era) */
@@ -206,7 +209,7 @@ typedef struct cm_stage_coef {
   double params, expert_params;    /* parameters per GPU */
   double act_bytes;                /* activations kept for the backward */
   double work_bytes;               /* transient working set (not multiplied by layers) */
-  double zero3_gather_bytes;       /* ZeRO-3: one layer's parameters gathered at a time */
+  double zero3_gather_bytes;       /* ZeRO-3: gathered parameters (and gradients) held at once */
   /* the first stage's embedding and the last stage's final norm, LM head and loss */
   double embed_comp_s, embed_bwd_s, embed_params, embed_mem_bytes;
   double head_comp_s, head_bwd_s, head_params, head_mem_bytes;

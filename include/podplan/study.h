@@ -27,12 +27,19 @@ typedef struct study_validate_summary {
   double holdout_max;
   int infeasible;              /* published configurations the model says do not fit */
   int target_infeasible;       /* ... among the target rows */
+  int mem_rows;                /* rows whose memory was evaluated: every predicted row and the
+                                  skipped ones that state the plan, batch, recompute and cluster */
+  int mem_incomplete;          /* skipped rows without what memory needs */
+  int mem_infeasible;          /* ... of mem_rows, predicted not to fit */
+  double min_headroom_gib;     /* smallest GPU memory minus predicted peak among mem_rows */
+  int min_headroom_row;        /* the row it belongs to */
   int coll_points;             /* all-reduce bus bandwidths compared (messages >= 64 MiB) */
   double coll_max_err;         /* largest |error| among the 8-GPU, one-node points, percent */
 } study_validate_summary;
 
 /* Predicts every usable row, prints the per-row table and the MAPE per source, per set and
- * overall, then the predicted against the published all-reduce bus bandwidths; writes
+ * overall, the memory check over every row complete enough to evaluate (the skipped rows
+ * included) with the tightest headroom, then the predicted against the published all-reduce bus bandwidths; writes
  * out_dir/validate.csv and stores the scores (source published and costmodel) in one
  * transaction. */
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err);
