@@ -220,6 +220,7 @@ typedef struct rank_cost {
   double bwd;                  /* backward part of the above (slack for the DP tail) */
   double params;               /* dense parameters per GPU */
   double expert_params;        /* expert parameters per GPU */
+  double layer_params;         /* parameters of its transformer layers per GPU (no embedding) */
   double act_bytes;            /* activations of one microbatch over all its layers */
   double other_bytes;          /* working set, logits, embedding output */
   double zero3_gather;         /* ZeRO-3: parameters of one layer gathered at a time */
@@ -290,6 +291,7 @@ static void add_chunk(const cm_model *cm, const cm_stage_coef *s, int layers, in
   r->bwd += n * s->bwd_s;
   r->params += n * s->params;
   r->expert_params += n * s->expert_params;
+  r->layer_params += n * (s->params + s->expert_params);
   r->act_bytes += n * s->act_bytes;
   if (s->work_bytes > r->other_bytes) r->other_bytes = s->work_bytes;
   r->zero3_gather = s->zero3_gather_bytes;
@@ -370,6 +372,10 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
   if (zero >= 1) opt = 12.0 * (P / D + X / E);
   if (zero >= 2) gr = p->grad_bytes * (P / D + X / E);
   if (zero >= 3) w = 2.0 * (P / D + X / E);
+  /* fp8 GEMMs on bf16 weights: Transformer Engine keeps an fp8 copy of each weight and its
+   * transpose between microbatches; fp8 parameters replace the bf16 weight instead (1 B and
+   * a 1 B transpose: the same 2 B) */
+  else if (cm->m.dtype == SPEC_DTYPE_FP8 && !p->fp8_params) w += 2.0 * r->layer_params;
   mem->weights_gib = w / CM_GIB;
   mem->grads_gib = gr / CM_GIB;
   mem->optimizer_gib = opt / CM_GIB;

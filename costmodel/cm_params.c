@@ -47,6 +47,7 @@ static const param_row rows[] = {
     D(mem_overhead_gib, "mem_overhead_gib", 0, 1e4, "framework memory overhead per GPU, GiB"),
     D(grad_bytes, "grad_bytes", 1, 8, "bytes per gradient element kept"),
     D(grad_comm_bytes, "grad_comm_bytes", 1, 8, "bytes per gradient element reduced"),
+    I(fp8_params, "fp8_params", 0, 1, "fp8 models: weights kept in fp8 (no bf16 copy)"),
     D(zero3_live_params, "zero3_live_params", 0, 1e13,
       "ZeRO-3: 0 gathers whole layers (FSDP); >0 DeepSpeed's stage3_max_live_parameters"),
     I(flash_attention, "flash_attention", 0, 1, "1: flash attention; 0: unfused (2021)"),
