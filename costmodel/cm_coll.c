@@ -149,7 +149,11 @@ static int ring_split(const cm_model *cm, cm_coll c, double S, const cm_place *p
                       cm_coll_parts *o) {
   int n = pl->ranks;
   const coll_row *r = &colls[c];
-  double B = min_bw(pl, 0, CM_NLEVELS - 1);
+  view v;
+  view_of(cm, pl, &v);
+  double B = v.b_in;
+  if (v.b_net > 0 && (B <= 0 || v.b_net < B)) B = v.b_net;
+  if (HAS(pl, CM_LVL_TORUS)) B = pl->bw_gbps[CM_LVL_TORUS];
   if (n <= 1 || B <= 0) return PP_OK;
   double vol = r->vol_num ? r->vol_num * (n - r->vol_off) / n : 1.0;
   double steps = r->steps_mul ? r->steps_mul * (n - 1.0) : 1.0;
@@ -180,7 +184,7 @@ static int tree_split(const cm_model *cm, double S, const cm_place *pl, cm_coll_
   o->lat_s = (a->base_us + 2.0 * ((v.p - 1) * v.in_us + log2((double)v.N) * v.out_us)) * 1e-6;
   if (v.p > 1) slower(o, 2.0 * S, 0.92 * v.b_in * 1e9);
   slower(o, tree_v(v.N) * S, v.b_net * 1e9);
-  o->ramp = cm__ramp(a, S / v.n);
+  o->ramp = cm__ramp(a, S / v.p);
   return PP_OK;
 }
 
@@ -219,24 +223,28 @@ static int nvls_split(const cm_model *cm, cm_coll c, double S, const cm_place *p
   return PP_OK;
 }
 
+/* NCCL's NVLSTree cap on busbw (B/s): one head per NIC (at most NCCL_MAX_NVLS_ARITY, 32),
+ * perChMaxNVLSTreeBw each. */
+static double nvlstree_cap(const cm_model *cm, const view *v) {
+  const nccl_arch *ar = arch_of(&cm->c.gpu);
+  double heads = v->nics < 32 ? v->nics : 32;
+  return heads * (v->N <= 2 ? ar->nvlstree_ch2 : ar->nvlstree_ch) * 1e9;
+}
+
 static int nvlstree_split(const cm_model *cm, double S, const cm_place *pl, cm_coll_parts *o) {
   view v;
   view_of(cm, pl, &v);
   if (!cm->c.nvlink.in_network_reduce || v.N <= 1 || v.p < 2 || !HAS(pl, CM_LVL_NVLINK) ||
       v.b_net <= 0)
     return PP_INPUT;
-  const nccl_arch *ar = arch_of(&cm->c.gpu);
   double vol, bw;
   nvls_part(cm, CM_ALL_REDUCE, S, v.p, pl, &vol, &bw);
   slower(o, vol, bw);
   slower(o, tree_v(v.N) * S, v.b_net * 1e9);
-  /* NCCL's cap: busbw <= heads * perChMaxNVLSTreeBw, one head per NIC (at most 32) */
-  double heads = v.nics < 32 ? v.nics : 32;
-  double cap_busbw = heads * (v.N <= 2 ? ar->nvlstree_ch2 : ar->nvlstree_ch) * 1e9;
-  slower(o, 2.0 * (v.n - 1.0) / v.n * S, cap_busbw);
+  slower(o, 2.0 * (v.n - 1.0) / v.n * S, nvlstree_cap(cm, &v));
   const cm_algo_params *a = &cm->p.algo[CM_ALGO_NVLSTREE];
   o->lat_s = (a->base_us + 2.0 * v.in_us + 2.0 * log2((double)v.N) * v.out_us) * 1e-6;
-  o->ramp = cm__ramp(a, S / v.n);
+  o->ramp = cm__ramp(a, S / v.p);
   return PP_OK;
 }
 
@@ -347,26 +355,33 @@ double cm_coll_time(const cm_model *cm, cm_coll c, cm_algo a, double bytes, cons
   return cm_coll_split(cm, c, a, bytes, pl, &o) ? -1 : parts_time(&o);
 }
 
-/* NCCL's own estimate of an algorithm (tuning.cc, Simple protocol), on the bandwidths this
- * model gives the group: the ring and tree graphs run at B_in on <= 2 domains and at
- * min(B_in, B_net) beyond; NVLS and NVLSTree take this model's switch and NIC parts. Only
- * used to choose; -1 where NCCL would not run the algorithm. */
+/* NCCL's own estimate of an algorithm (tuning.cc, Simple protocol): latency + S / algBw
+ * with no ramp, on the bandwidths this model gives the group. Ring and tree run at their
+ * graph's bandwidth, B_in on <= 2 domains and the NICs' B_net beyond (NCCL: bwIntra or
+ * bwInter); tree busBw is 0.92 of it and algBw half; NVLSTree is min(NVLS part, B_net * (2 on
+ * <= 2 domains), the per-head cap); NVLS and PAT their formulas above. Only used to choose;
+ * -1 where NCCL would not run the algorithm. */
 static double nccl_estimate(const cm_model *cm, cm_coll c, cm_algo a, double S,
                             const cm_place *pl) {
   cm_coll_parts o = {0, 0, 1, 0};
   if (a == CM_ALGO_HIER || cm_coll_split(cm, c, a, S, pl, &o)) return -1;
-  if (a != CM_ALGO_RING && a != CM_ALGO_TREE) return parts_time(&o);
   view v;
   view_of(cm, pl, &v);
-  if (v.N <= 1 || v.b_in <= 0) return parts_time(&o);
-  double graph = v.N <= 2 || v.b_net <= 0 ? v.b_in : fmin(v.b_in, v.b_net);
   int n = v.n;
-  double bus = a == CM_ALGO_TREE ? 0.92 * graph : graph;
-  double alg = a == CM_ALGO_TREE ? 0.5 * bus
-               : c == CM_ALL_REDUCE ? bus * n / (2.0 * (n - 1))
-                                    : bus * n / (n - 1.0);
-  if (colls[c].vol_num == 0) alg = bus;
-  return o.lat_s + S / (o.ramp * alg * 1e9);
+  double bus = 0, fac = cm_coll_busbw_factor(c, n);
+  if (a == CM_ALGO_NVLSTREE) {
+    double vol, bw;
+    nvls_part(cm, CM_ALL_REDUCE, S, v.p, pl, &vol, &bw);
+    bus = fmin(fmin(fac * S / (vol / bw), (v.N <= 2 ? 2.0 : 1.0) * v.b_net * 1e9),
+               nvlstree_cap(cm, &v));
+    return o.lat_s + fac * S / bus;
+  }
+  double graph = v.N <= 2 || v.b_net <= 0 ? v.b_in : v.b_net;
+  if ((a != CM_ALGO_RING && a != CM_ALGO_TREE) || graph <= 0)
+    return o.lat_s + (o.vol_bytes > 0 ? o.vol_bytes / o.bw_Bps : 0);
+  bus = (a == CM_ALGO_TREE ? 0.92 : 1.0) * graph * 1e9;
+  double alg = a == CM_ALGO_TREE ? 0.5 * bus : fac > 0 ? bus / fac : bus;
+  return o.lat_s + S / alg;
 }
 
 static cm__coll_entry *cache_slot(const cm_model *cm, cm_coll c, double bytes,
