@@ -355,7 +355,27 @@ double cm_coll_time(const cm_model *cm, cm_coll c, cm_algo a, double bytes, cons
   return cm_coll_split(cm, c, a, bytes, pl, &o) ? -1 : parts_time(&o);
 }
 
-/* NCCL's own estimate of an algorithm (tuning.cc, Simple protocol): latency + S / algBw
+/* NCCL's latency of an algorithm, us (tuning.cc, Simple protocol: base + hardware
+ * latencies per NVLink and network hop; rings pay 3 us of network overhead per step). */
+static double nccl_latency(cm_coll c, cm_algo a, const view *v) {
+  double N = v->N, lg = log2(N), p = v->p;
+  int ar = c == CM_ALL_REDUCE;
+  switch (a) {
+  case CM_ALGO_RING: {
+    double steps = colls[c].steps_mul ? colls[c].steps_mul * (v->n - 1.0) : 1.0;
+    double inter = N <= 1 ? 0 : (ar ? 2.0 : 1.0) * (N - 1);
+    double intra = N > 1 ? fmax(3.4, 3.0) : 3.4;
+    return 8.4 + (steps - inter) * intra + inter * 14.0;
+  }
+  case CM_ALGO_TREE: return 8.4 + 2.0 * ((p - 1) * 4.0 + lg * 14.0);
+  case CM_ALGO_NVLS: return 25.0 + (N > 1 ? 18.0 : 0);
+  case CM_ALGO_NVLSTREE: return 25.0 + 2.0 * lg * 20.9;
+  case CM_ALGO_PAT: return 8.0 + lg * 14.0 / 3.5 + 2.8 * v->n;
+  default: return 0;
+  }
+}
+
+/* NCCL's own estimate of an algorithm (tuning.cc, Simple protocol): its latency + S / algBw
  * with no ramp, on the bandwidths this model gives the group. Ring and tree run at their
  * graph's bandwidth, B_in on <= 2 domains and the NICs' B_net beyond (NCCL: bwIntra or
  * bwInter); tree busBw is 0.92 of it and algBw half; NVLSTree is min(NVLS part, B_net * (2 on
@@ -368,20 +388,20 @@ static double nccl_estimate(const cm_model *cm, cm_coll c, cm_algo a, double S,
   view v;
   view_of(cm, pl, &v);
   int n = v.n;
-  double bus = 0, fac = cm_coll_busbw_factor(c, n);
+  double fac = cm_coll_busbw_factor(c, n), lat = nccl_latency(c, a, &v) * 1e-6;
   if (a == CM_ALGO_NVLSTREE) {
     double vol, bw;
     nvls_part(cm, CM_ALL_REDUCE, S, v.p, pl, &vol, &bw);
-    bus = fmin(fmin(fac * S / (vol / bw), (v.N <= 2 ? 2.0 : 1.0) * v.b_net * 1e9),
-               nvlstree_cap(cm, &v));
-    return o.lat_s + fac * S / bus;
+    double bus = fmin(fmin(fac * S / (vol / bw), (v.N <= 2 ? 2.0 : 1.0) * v.b_net * 1e9),
+                      nvlstree_cap(cm, &v));
+    return lat + fac * S / bus;
   }
   double graph = v.N <= 2 || v.b_net <= 0 ? v.b_in : v.b_net;
   if ((a != CM_ALGO_RING && a != CM_ALGO_TREE) || graph <= 0)
-    return o.lat_s + (o.vol_bytes > 0 ? o.vol_bytes / o.bw_Bps : 0);
-  bus = (a == CM_ALGO_TREE ? 0.92 : 1.0) * graph * 1e9;
+    return lat + (o.vol_bytes > 0 ? o.vol_bytes / o.bw_Bps : 0);
+  double bus = (a == CM_ALGO_TREE ? 0.92 : 1.0) * graph * 1e9;
   double alg = a == CM_ALGO_TREE ? 0.5 * bus : fac > 0 ? bus / fac : bus;
-  return o.lat_s + S / alg;
+  return lat + S / alg;
 }
 
 static cm__coll_entry *cache_slot(const cm_model *cm, cm_coll c, double bytes,
