@@ -5,11 +5,13 @@
  * reduce-scatter). NCCL's "node" is an NVLink domain (a node, or a whole NVL72 rack): N such
  * nodes, p = n / N ranks in each. B_in is a rank's ring bandwidth inside the domain (the
  * slowest NVLink level it crosses), B_net the NIC bandwidth of one domain's share of the group
- * (its nodes' NICs, shared by the groups on them). Every time is latency + volume / (ramp * B):
+ * (the NICs of its nodes that hold members, shared by the groups on them). Every time is
+ * latency + volume / (ramp * B):
  *
- *   ring     every rank moves factor(n) * S through the slowest level the ring crosses (the
- *            per-node NIC share compares directly with B_in: one ring edge leaves a node per
- *            channel). Latency: base + (steps - inter) * hop_in + inter * hop_out.
+ *   ring     every rank moves factor(n) * S at min(B_in, B_net) (the domain's NIC share
+ *            compares directly with B_in: one ring edge leaves a domain per channel, and NCCL
+ *            spreads the channels over the domain's NICs). Latency: base + (steps - inter) *
+ *            hop_in + inter * hop_out.
  *   tree     NCCL's double binary tree between domains, a chain inside: a rank moves 2 S
  *            through NVLink at 0.92 B_in (NCCL tuning.cc: tree busBw <= 0.92 ring's, algBw =
  *            busBw / 2), and a domain sends v(N) * S through its NICs, v = 1 (N = 2: each
@@ -28,11 +30,15 @@
  *            0.75 of ring bandwidth, latency base + log2(N) hop_out / 3.5 + 2.8 us * n.
  *   hier     (not NCCL's) reduce-scatter in the domain, all-reduce of S/p between domains,
  *            all-gather.
- * The algorithm is the one NCCL's own tuner would pick (nccl_estimate: its busBw formulas and
- * Simple-protocol latencies on the same bandwidths; all-reduce has no multi-domain NVLS and
- * all-gather/reduce-scatter no multi-domain NVLS or tree, as without CollNet); the time is
- * this file's formula for that algorithm. Bandwidths ramp with the per-rank share S/n
- * (cm__ramp): NCCL's pipeline steps move S/n, so a 72-rank NVLS ramps 9x later than 8. */
+ * The algorithm is the one NCCL's own tuner would pick (nccl_estimate: its busBw formulas,
+ * ring and tree at B_in on <= 2 domains and at B_net beyond, and its Simple-protocol
+ * latencies, with no ramp; all-reduce has no multi-domain NVLS and all-gather/reduce-scatter
+ * no multi-domain NVLS or tree, as without CollNet); the time is this file's formula for
+ * that algorithm, which may not be the fastest (two A100 nodes with 4 NICs: NCCL prices ring
+ * and tree on NVLink and runs the NIC-bound ring). Bandwidths ramp (cm__ramp) with the share
+ * a pipeline step moves: S/n for ring, NVLS and PAT (so 72-rank NVLS ramps 9x later than 8),
+ * S/p for tree and NVLSTree (the domain's ranks split the buffer, the tree moves the shares
+ * whole), S/8 for send/recv and broadcast (the ramp was fitted on 8-rank all-reduce, S/8). */
 #include <math.h>
 #include <string.h>
 
@@ -136,7 +142,8 @@ static void view_of(const cm_model *cm, const cm_place *pl, view *v) {
   /* the domain's nodes that hold members, each giving its NIC share */
   int nodes = cm->dom > 1 ? (v->p + pl->per_node - 1) / pl->per_node : 1;
   v->b_net = min_bw(pl, CM_LVL_NET, CM_LVL_SPINE) * nodes;
-  v->nics = cm->c.network.nics_per_node * nodes;
+  v->nics = cm->c.network.nics_per_node * nodes / pl->sharing;
+  if (v->nics < 1) v->nics = 1;
   hop_lat(pl, &v->in_us, &v->out_us);
 }
 
@@ -364,8 +371,8 @@ static double nccl_latency(cm_coll c, cm_algo a, const view *v) {
   case CM_ALGO_RING: {
     double steps = colls[c].steps_mul ? colls[c].steps_mul * (v->n - 1.0) : 1.0;
     double inter = N <= 1 ? 0 : (ar ? 2.0 : 1.0) * (N - 1);
-    double intra = N > 1 ? fmax(3.4, 3.0) : 3.4;
-    return 8.4 + (steps - inter) * intra + inter * 14.0;
+    /* NVLink hop 3.4 (NCCL takes the larger of it and 3 x 1 us of network overhead) */
+    return 8.4 + (steps - inter) * 3.4 + inter * 14.0;
   }
   case CM_ALGO_TREE: return 8.4 + 2.0 * ((p - 1) * 4.0 + lg * 14.0);
   case CM_ALGO_NVLS: return 25.0 + (N > 1 ? 18.0 : 0);
