@@ -142,7 +142,8 @@ static int predict_collective(const char *model, const char *cluster, int gpus, 
   cm_params prm;
   cm_model *cm = NULL;
   /* the collective does not depend on the model; cm_model takes one */
-  if (spec_model_load(model ? model : "gpt3-175b", &m, &err) || spec_cluster_load(cluster, gpus, &cl, &err))
+  if (spec_model_load(model ? model : "gpt3-175b", &m, &err) ||
+      spec_cluster_load(cluster, gpus, &cl, &err))
     return cli_fail(CMD, &err);
   cm_params_default(&m, &prm);
   if ((params && cm_params_apply(&prm, params, &err)) || cm_model_create(&m, &cl, &prm, &cm, &err))

@@ -180,7 +180,10 @@ static int ring_split(const cm_model *cm, cm_coll c, double S, const cm_place *p
 /* Keep the slower of two (volume, bandwidth) pieces in o. */
 static void slower(cm_coll_parts *o, double vol, double bw_Bps) {
   if (vol <= 0 || bw_Bps <= 0) return;
-  if (o->bw_Bps <= 0 || vol / bw_Bps > o->vol_bytes / o->bw_Bps) o->vol_bytes = vol, o->bw_Bps = bw_Bps;
+  if (o->bw_Bps <= 0 || vol / bw_Bps > o->vol_bytes / o->bw_Bps) {
+    o->vol_bytes = vol;
+    o->bw_Bps = bw_Bps;
+  }
 }
 
 static int tree_split(const cm_model *cm, double S, const cm_place *pl, cm_coll_parts *o) {

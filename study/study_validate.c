@@ -262,7 +262,8 @@ static int coll_curves(const char *path, FILE *out, study_validate_summary *sum,
     const char *sys = F(&c, row, "system"), *algo = F(&c, row, "algorithm");
     const char *cluster = F(&c, row, "cluster"), *name = F(&c, row, "collective");
     double gpus = loose_num(F(&c, row, "gpus")), nodes = loose_num(F(&c, row, "nodes"));
-    double size = loose_num(F(&c, row, "message_size_bytes")), bus = loose_num(F(&c, row, "busbw_gb_s"));
+    double size = loose_num(F(&c, row, "message_size_bytes"));
+    double bus = loose_num(F(&c, row, "busbw_gb_s"));
     char cname[32];
     snprintf(cname, sizeof cname, "%.*s", (int)strcspn(name, " "), name);
     cm_coll coll;
@@ -279,7 +280,8 @@ static int coll_curves(const char *path, FILE *out, study_validate_summary *sum,
     double e = 100 * (pred / bus - 1);
     int flagged = strstr(F(&c, row, "measured_or_expected"), "underperforming") != NULL;
     fprintf(out, "  %-40.40s %-14s %5.0f %5.0f %-15s %12.0f %9.1f %9.1f %+7.1f%%%s\n", sys,
-            cname, gpus, nodes, used, size, bus, pred, e, flagged ? "  (reported underperforming)" : "");
+            cname, gpus, nodes, used, size, bus, pred, e,
+            flagged ? "  (reported underperforming)" : "");
     if (flagged) {
       sum->coll_flagged++;
       continue;
