@@ -1,4 +1,6 @@
-/* podplan predict: score one plan with the analytical cost model. */
+/* podplan predict: score one plan with the analytical cost model, or price one collective
+ * (--collective) on a group of all the cluster's GPUs. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,8 @@
 static const char usage[] =
     "usage: podplan predict --model M --cluster C [--gpus N] --plan P [--param name=value,...]\n"
     "                       [--calibration ID] [--db F] [--json]\n"
+    "       podplan predict --cluster C [--gpus N] --collective NAME --bytes S[,S...]\n"
+    "                       [--param name=value,...] [--json]\n"
     "\n"
     "Scores one plan with the analytical cost model: iteration time and its breakdown (compute,\n"
     "exposed TP/CP/EP communication, pipeline bubble, p2p, DP communication, optimizer),\n"
@@ -26,6 +30,14 @@ static const char usage[] =
     "  --db F             store the score (source costmodel) in F\n"
     "  --json             one JSON object: iter_time_s, tokens_per_s, model_tflops_per_gpu, mfu,\n"
     "                     hfu, mem_gib_per_gpu, feasible, breakdown (seconds), memory (GiB), ...\n"
+    "  --collective NAME  instead of a plan: one collective on a group of all N GPUs, placed as\n"
+    "                     the cluster orders them: all_reduce, all_gather, reduce_scatter,\n"
+    "                     alltoall, broadcast or sendrecv; prints per size the time, the\n"
+    "                     algorithm NCCL's tuner would pick, algbw and busbw (nccl-tests'\n"
+    "                     conventions); --json: collective, cluster, gpus and rows of bytes,\n"
+    "                     time_s, algorithm, algbw_gbps, busbw_gbps\n"
+    "  --bytes S[,S...]   per-rank buffer sizes as nccl-tests counts them: bytes, or with K, M,\n"
+    "                     G (KiB, MiB, GiB), e.g. 64M,1G,8G\n"
     "  -h, --help         this text\n";
 
 static const char *const CMD = "predict";
@@ -87,6 +99,89 @@ static void print_text(const spec_model *m, const spec_cluster *c, const char *p
            c->gpu.hbm_gib, c->gpu.name);
 }
 
+/* --bytes: sizes with an optional K/M/G (binary) suffix; a one-line error and 2 otherwise. */
+#define MAX_SIZES 64
+static int parse_sizes(const char *arg, double *out, int *n) {
+  *n = 0;
+  const char *p = arg;
+  while (*p) {
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    if (end == p || errno || !(v > 0))
+      return cli_usage_error(CMD, "--bytes: '%.40s' is not a positive size", p);
+    double mul = *end == 'K' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1;
+    if (mul > 1) end++;
+    if (*end && *end != ',')
+      return cli_usage_error(CMD, "--bytes: '%.40s' is not a size (bytes, or with K, M, G)", p);
+    if (*n == MAX_SIZES) return cli_usage_error(CMD, "--bytes: more than %d sizes", MAX_SIZES);
+    if (v * mul > 1e15) return cli_usage_error(CMD, "--bytes: %.40s is over 1e15 bytes", p);
+    out[(*n)++] = v * mul;
+    p = *end ? end + 1 : end;
+    if (*end == ',' && !*p) return cli_usage_error(CMD, "--bytes: empty size after ','");
+  }
+  return *n ? 0 : cli_usage_error(CMD, "--bytes: no sizes");
+}
+
+/* --collective: the collective on a group of all the cluster's GPUs, GPU ids in order. */
+static int predict_collective(const char *model, const char *cluster, int gpus, const char *name,
+                              const char *bytes, const char *params, int json) {
+  cm_coll coll;
+  if (cm_coll_lookup(name, &coll))
+    return cli_usage_error(CMD, "--collective: unknown collective '%.40s' (all_reduce, "
+                                "all_gather, reduce_scatter, alltoall, broadcast, sendrecv)",
+                           name);
+  double sizes[MAX_SIZES];
+  int ns;
+  if (!bytes) return cli_usage_error(CMD, "--collective needs --bytes");
+  if (parse_sizes(bytes, sizes, &ns)) return 2;
+  if (!cluster) return cli_usage_error(CMD, "--collective needs --cluster");
+  pp_err err = {0};
+  spec_model m;
+  spec_cluster cl;
+  cm_params prm;
+  cm_model *cm = NULL;
+  /* the collective does not depend on the model; cm_model takes one */
+  if (spec_model_load(model ? model : "gpt3-175b", &m, &err) ||
+      spec_cluster_load(cluster, gpus, &cl, &err))
+    return cli_fail(CMD, &err);
+  cm_params_default(&m, &prm);
+  if ((params && cm_params_apply(&prm, params, &err)) || cm_model_create(&m, &cl, &prm, &cm, &err))
+    return cli_fail(CMD, &err);
+  cm_place pl;
+  cm_place_group(cm, cl.gpus, 1, &pl);
+  json_t *rows = json_array();
+  if (!json)
+    printf("%s on %s, %d GPUs (%d per node, %d nodes, %d NVLink domains)\n  %14s %12s %-9s %10s "
+           "%10s\n",
+           name, cl.name, cl.gpus, pl.per_node, pl.nodes, pl.domains, "bytes", "time_us",
+           "algorithm", "algbw_GB/s", "busbw_GB/s");
+  for (int i = 0; i < ns; i++) {
+    cm_algo a = CM_ALGO_RING;
+    double t = cm_coll_best(cm, coll, sizes[i], &pl, &a);
+    double alg = t > 0 ? sizes[i] / t / 1e9 : 0;
+    double bus = alg * cm_coll_busbw_factor(coll, cl.gpus);
+    const char *an = cl.gpus > 1 ? cm_algo_name(a) : "none";
+    if (json)
+      json_array_append_new(rows, json_pack("{s:f, s:f, s:s, s:f, s:f}", "bytes", sizes[i],
+                                            "time_s", t, "algorithm", an, "algbw_gbps", alg,
+                                            "busbw_gbps", bus));
+    else
+      printf("  %14.0f %12.2f %-9s %10.2f %10.2f\n", sizes[i], t * 1e6, an, alg, bus);
+  }
+  if (json) {
+    json_t *o = json_pack("{s:s, s:s, s:i, s:o}", "collective", name, "cluster", cl.name, "gpus",
+                          cl.gpus, "rows", rows);
+    json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    putchar('\n');
+    json_decref(o);
+  } else {
+    json_decref(rows);
+  }
+  cm_model_destroy(cm);
+  return 0;
+}
+
 static int save_score(const char *db, const spec_model *m, const spec_cluster *c,
                        const spec_plan *p, const cm_result *r, pp_err *err) {
   store_score sc = {.source = STORE_SRC_COSTMODEL, .iter_time_s = r->iter_time_s,
@@ -101,8 +196,10 @@ int cmd_predict(int argc, char **argv) {
       {"gpus", required_argument, NULL, 'g'},    {"plan", required_argument, NULL, 'p'},
       {"param", required_argument, NULL, 'P'},   {"calibration", required_argument, NULL, 'C'},
       {"db", required_argument, NULL, 'd'},      {"json", no_argument, NULL, 'j'},
+      {"collective", required_argument, NULL, 'L'}, {"bytes", required_argument, NULL, 'B'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   const char *model = NULL, *cluster = NULL, *plan = NULL, *db = NULL, *params = NULL;
+  const char *coll = NULL, *bytes = NULL;
   int gpus = 0, json = 0, first = 1, c, calib = 0;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
@@ -119,10 +216,18 @@ int cmd_predict(int argc, char **argv) {
       break;
     case 'd': db = optarg; break;
     case 'j': json = 1; break;
+    case 'L': coll = optarg; break;
+    case 'B': bytes = optarg; break;
     default: return 2;
     }
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (coll || bytes) {
+    if (!coll) return cli_usage_error(CMD, "--bytes needs --collective");
+    if (plan || db || calib)
+      return cli_usage_error(CMD, "--collective takes no --plan, --db or --calibration");
+    return predict_collective(model, cluster, gpus, coll, bytes, params, json);
+  }
   spec_model m;
   pp_err err = {0};
   if (params && strcmp(params, "help") == 0) {

@@ -80,7 +80,9 @@ typedef struct cm__cfg {
   cm_place tp_pl, cp_pl, dp_pl, ep_pl, edp_pl; /* edp: expert data parallelism (dp / ep) */
 } cm__cfg;
 
-/* The ramp of an algorithm's bandwidth with message size. */
+/* The collective parameters of cm_params_default (cm_params.c). */
+void cm__coll_defaults(cm_params *p);
+/* The ramp of an algorithm's bandwidth with the per-rank share of a message. */
 double cm__ramp(const cm_algo_params *a, double bytes);
 /* Layer cost of a configuration. */
 void cm__layer_cost(const cm_model *cm, const cm__cfg *g, cm__layer *out);

@@ -22,23 +22,7 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->attn_bwd_eff = 0.45;
   /* device-to-device copy: 4.3 of 4.8 TB/s on an H200 (measured; docs/models.md) */
   p->hbm_eff = 0.9;
-  /* collectives, from benchmarks/data/nccl_busbw.csv and NCCL's tuning model (docs/models.md):
-   * NVLink ring busbw ~370 GB/s of 450 on 8 H100 and ~230 of 300 on 8 A100: 0.82 sits within
-   * 5% of both; IB per NIC 46-48 GB/s of NDR's 50, ~24 of HDR's 25: 0.96. NVLS: the
-   * 8-GPU DGX H100 curve (1 MiB .. 16 GiB) fits 2(n-1)/(n+1) * 450 * 0.714 with a ramp of
-   * half-size 16 MiB and slope 0.6 within 5.3% at every size (least squares in log busbw). */
-  p->level_eff[CM_LVL_NVLINK] = 0.82;
-  p->level_eff[CM_LVL_NVLINK_UP] = 0.82;
-  p->level_eff[CM_LVL_NET] = 0.96;
-  p->level_eff[CM_LVL_SPINE] = 0.96;
-  p->level_eff[CM_LVL_TORUS] = 0.9;
-  p->nvls_eff = 0.714;
-  for (int a = 0; a < CM_NALGOS; a++) {
-    p->algo[a].half_bytes = 16.0 * 1024 * 1024;
-    p->algo[a].gamma = 0.6;
-    p->algo[a].base_us = 5.0;
-  }
-  p->algo[CM_ALGO_NVLS].base_us = 4.0;
+  cm__coll_defaults(p);
   /* memory: Megatron keeps fp32 main gradients and reduces them in fp32 */
   p->mem_overhead_gib = 3.0;
   p->grad_bytes = 4;

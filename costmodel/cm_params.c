@@ -15,6 +15,31 @@ typedef struct param_row {
   const char *help;
 } param_row;
 
+void cm__coll_defaults(cm_params *p) {
+  /* From benchmarks/data/nccl_busbw.csv and NCCL's tuning model (docs/models.md). NVLink ring
+   * busbw ~370 GB/s of 450 on 8 H100 and ~230 of 300 on 8 A100: 0.82 sits within 5% of both;
+   * IB per NIC 46-48 GB/s of NDR's 50, ~24 of HDR's 25, 196.7 GB/s over 4 NDR NICs (GB200,
+   * NVIDIA/nccl#1801): 0.96. NVLS: the 8-GPU DGX H100 curve (1 MiB .. 16 GiB) fits
+   * 2(n-1)/(n+1) * 450 * 0.714 with a ramp of half-share 2 MiB (16 MiB over 8 ranks) and slope
+   * 0.6 within 5.3% at every size; its cap (nvls.cap) puts the plateau of 8 H100 (480 GB/s)
+   * and of 72 GB200 (835-847 GB/s, coreweave/nccl-tests#43) at 1.31 times NCCL's NVLS
+   * efficiency of the architecture (0.85 Hopper, 0.74 Blackwell) times NVLink. */
+  p->level_eff[CM_LVL_NVLINK] = 0.82;
+  p->level_eff[CM_LVL_NVLINK_UP] = 0.82;
+  p->level_eff[CM_LVL_NET] = 0.96;
+  p->level_eff[CM_LVL_SPINE] = 0.96;
+  p->level_eff[CM_LVL_TORUS] = 0.9;
+  p->nvls_eff = 0.714;
+  p->nvls_cap = 1.31;
+  for (int a = 0; a < CM_NALGOS; a++) {
+    p->algo[a].half_bytes = 2.0 * 1024 * 1024;
+    p->algo[a].gamma = 0.6;
+    p->algo[a].base_us = 5.0;
+  }
+  p->algo[CM_ALGO_NVLS].base_us = 4.0;
+  p->algo[CM_ALGO_NVLSTREE].base_us = 4.0;
+}
+
 #define D(field, name, lo, hi, help) {name, offsetof(cm_params, field), 0, lo, hi, help}
 #define I(field, name, lo, hi, help) {name, offsetof(cm_params, field), 1, lo, hi, help}
 static const param_row rows[] = {
@@ -32,18 +57,25 @@ static const param_row rows[] = {
     D(level_eff[CM_LVL_SPINE], "eff.spine", 0.01, 1, "spine bandwidth efficiency"),
     D(level_eff[CM_LVL_TORUS], "eff.torus", 0.01, 1, "torus link bandwidth efficiency"),
     D(nvls_eff, "eff.nvls", 0.01, 1, "NVLS in-switch reduction efficiency"),
-    D(algo[CM_ALGO_RING].half_bytes, "ring.half_bytes", 1, 1e12, "ring ramp half size, bytes"),
+    D(nvls_cap, "nvls.cap", 0.1, 4, "NVLS busbw cap / (arch NVLS efficiency * NVLink)"),
+    D(algo[CM_ALGO_RING].half_bytes, "ring.half_bytes", 1, 1e12, "ring ramp half share, B/rank"),
     D(algo[CM_ALGO_RING].gamma, "ring.gamma", 0.05, 5, "ring ramp slope"),
     D(algo[CM_ALGO_RING].base_us, "ring.base_us", 0, 1e4, "ring fixed latency, us"),
-    D(algo[CM_ALGO_TREE].half_bytes, "tree.half_bytes", 1, 1e12, "tree ramp half size, bytes"),
+    D(algo[CM_ALGO_TREE].half_bytes, "tree.half_bytes", 1, 1e12, "tree ramp half share"),
     D(algo[CM_ALGO_TREE].gamma, "tree.gamma", 0.05, 5, "tree ramp slope"),
     D(algo[CM_ALGO_TREE].base_us, "tree.base_us", 0, 1e4, "tree fixed latency, us"),
-    D(algo[CM_ALGO_NVLS].half_bytes, "nvls.half_bytes", 1, 1e12, "NVLS ramp half size, bytes"),
+    D(algo[CM_ALGO_NVLS].half_bytes, "nvls.half_bytes", 1, 1e12, "NVLS ramp half share, B/rank"),
     D(algo[CM_ALGO_NVLS].gamma, "nvls.gamma", 0.05, 5, "NVLS ramp slope"),
     D(algo[CM_ALGO_NVLS].base_us, "nvls.base_us", 0, 1e4, "NVLS fixed latency, us"),
-    D(algo[CM_ALGO_HIER].half_bytes, "hier.half_bytes", 1, 1e12, "hierarchical ramp half size"),
+    D(algo[CM_ALGO_HIER].half_bytes, "hier.half_bytes", 1, 1e12, "hierarchical ramp (unused)"),
     D(algo[CM_ALGO_HIER].gamma, "hier.gamma", 0.05, 5, "hierarchical ramp slope"),
     D(algo[CM_ALGO_HIER].base_us, "hier.base_us", 0, 1e4, "hierarchical fixed latency, us"),
+    D(algo[CM_ALGO_NVLSTREE].half_bytes, "nvlstree.half_bytes", 1, 1e12, "NVLSTree ramp half"),
+    D(algo[CM_ALGO_NVLSTREE].gamma, "nvlstree.gamma", 0.05, 5, "NVLSTree ramp slope"),
+    D(algo[CM_ALGO_NVLSTREE].base_us, "nvlstree.base_us", 0, 1e4, "NVLSTree fixed latency, us"),
+    D(algo[CM_ALGO_PAT].half_bytes, "pat.half_bytes", 1, 1e12, "PAT ramp half share, B/rank"),
+    D(algo[CM_ALGO_PAT].gamma, "pat.gamma", 0.05, 5, "PAT ramp slope"),
+    D(algo[CM_ALGO_PAT].base_us, "pat.base_us", 0, 1e4, "PAT fixed latency, us"),
     D(mem_overhead_gib, "mem_overhead_gib", 0, 1e4, "framework memory overhead per GPU, GiB"),
     D(grad_bytes, "grad_bytes", 1, 8, "bytes per gradient element kept"),
     D(grad_comm_bytes, "grad_comm_bytes", 1, 8, "bytes per gradient element reduced"),

@@ -220,54 +220,89 @@ static double loose_num(const char *s) {
   return a;
 }
 
-/* Predicted against published all-reduce bus bandwidth, every row of nccl_busbw.csv with a
- * GPU count, a node count, a message of at least 64 MiB and a busbw; the algorithm the row
- * names (Ring) or NCCL's own choice (default, NVLS). */
+/* One published bus bandwidth against the cost model: the row's cluster (a preset or inline
+ * JSON, sized to the row's GPUs), a group of all of them placed as the cluster orders its
+ * GPUs, the algorithm the row forced (Ring, Tree) or NCCL's own choice. Returns the predicted
+ * busbw (GB/s) and the algorithm, or a negative value when the row cannot be priced. */
+static int coll_point(const char *cluster, cm_coll coll, int gpus, const char *algo, double size,
+                      double *pred, char *used, size_t cap, pp_err *err) {
+  spec_model m;
+  spec_cluster cl;
+  cm_model *cm = NULL;
+  if (spec_model_load("gpt3-175b", &m, err) || spec_cluster_load(cluster, gpus, &cl, err) ||
+      cm_model_create(&m, &cl, NULL, &cm, err))
+    return err->code;
+  cm_place pl;
+  cm_place_group(cm, gpus, 1, &pl);
+  cm_algo a = CM_ALGO_RING;
+  int forced = strncmp(algo, "Ring", 4) == 0 || strncmp(algo, "Tree", 4) == 0;
+  if (strncmp(algo, "Tree", 4) == 0) a = CM_ALGO_TREE;
+  double t = forced ? cm_coll_time(cm, coll, a, size, &pl) : cm_coll_best(cm, coll, size, &pl, &a);
+  cm_model_destroy(cm);
+  *pred = t > 0 ? cm_coll_busbw_factor(coll, gpus) * size / t / 1e9 : -1;
+  snprintf(used, cap, "%s%s", forced ? "forced " : "", cm_algo_name(a));
+  return PP_OK;
+}
+
+/* Predicted against published bus bandwidth: every row of nccl_busbw.csv with a cluster, a
+ * GPU count, a message of at least 64 MiB and a busbw (all-reduce, all-gather,
+ * reduce-scatter). Rows whose authors report an underperforming system are printed and
+ * flagged, not counted. */
 static int coll_curves(const char *path, FILE *out, study_validate_summary *sum, pp_err *err) {
   study__csv c;
   const char *origin = path ? path : "built-in nccl_busbw.csv";
   if (study__csv_load(path, study__nccl_busbw, study__nccl_busbw_len, origin, &c, err))
     return err->code;
-  fprintf(out, "\nAll-reduce bus bandwidth, predicted vs published nccl-tests (>= 64 MiB):\n");
-  fprintf(out, "  %-36s %5s %-12s %12s %10s %10s %8s\n", "system", "GPUs", "algorithm", "bytes",
-          "published", "predicted", "error%");
+  fprintf(out, "\nBus bandwidth, predicted vs published nccl-tests (>= 64 MiB):\n");
+  fprintf(out, "  %-40s %-14s %5s %5s %-15s %12s %9s %9s %8s\n", "system", "collective", "GPUs",
+          "nodes", "algorithm", "bytes", "published", "predicted", "error%");
+  double multi_abs = 0;
   for (int i = 0; i < c.nrows; i++) {
     char **row = c.rows[i];
     const char *sys = F(&c, row, "system"), *algo = F(&c, row, "algorithm");
+    const char *cluster = F(&c, row, "cluster"), *name = F(&c, row, "collective");
     double gpus = loose_num(F(&c, row, "gpus")), nodes = loose_num(F(&c, row, "nodes"));
-    double size = loose_num(F(&c, row, "message_size_bytes")), bus = loose_num(F(&c, row, "busbw_gb_s"));
-    if (size < 0) size = loose_num(algo + strcspn(algo, "0123456789"));
-    if (strncmp(F(&c, row, "collective"), "all_reduce", 10) || gpus < 2 || nodes < 1 ||
+    double size = loose_num(F(&c, row, "message_size_bytes"));
+    double bus = loose_num(F(&c, row, "busbw_gb_s"));
+    char cname[32];
+    snprintf(cname, sizeof cname, "%.*s", (int)strcspn(name, " "), name);
+    cm_coll coll;
+    if (cm_coll_lookup(cname, &coll) || !*cluster || gpus < 2 || nodes < 1 ||
         size < 64.0 * 1024 * 1024 || bus <= 0)
       continue;
-    const char *preset = strstr(sys, "A100") ? "dgx-a100" : strstr(sys, "H100") ? "dgx-h100" : NULL;
-    if (!preset) continue;
-    spec_model m;
-    spec_cluster cl;
-    cm_model *cm = NULL;
-    if (spec_model_load("gpt3-175b", &m, err) || spec_cluster_load(preset, (int)gpus, &cl, err) ||
-        cm_model_create(&m, &cl, NULL, &cm, err)) {
+    double pred = -1;
+    char used[40];
+    if (coll_point(cluster, coll, (int)gpus, algo, size, &pred, used, sizeof used, err)) {
+      pp_err_prefix(err, "%s: row %d", origin, i + 1);
       study__csv_free(&c);
       return err->code;
     }
-    cm_place pl;
-    cm_place_group(cm, (int)gpus, 1, &pl);
-    int ring = strncmp(algo, "Ring", 4) == 0 && !strstr(algo, "Tree");
-    cm_algo chosen = CM_ALGO_RING;
-    double t = ring ? cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_RING, size, &pl)
-                    : cm_coll_best(cm, CM_ALL_REDUCE, size, &pl, &chosen);
-    double pred = cm_coll_busbw_factor(CM_ALL_REDUCE, (int)gpus) * size / t / 1e9;
     double e = 100 * (pred / bus - 1);
-    cm_model_destroy(cm);
-    char a[40];
-    snprintf(a, sizeof a, "%s", ring ? "ring" : cm_algo_name(chosen));
-    fprintf(out, "  %-36.36s %5.0f %-12s %12.0f %10.1f %10.1f %+7.1f%%\n", sys, gpus, a, size,
-            bus, pred, e);
+    int flagged = strstr(F(&c, row, "measured_or_expected"), "underperforming") != NULL;
+    fprintf(out, "  %-40.40s %-14s %5.0f %5.0f %-15s %12.0f %9.1f %9.1f %+7.1f%%%s\n", sys,
+            cname, gpus, nodes, used, size, bus, pred, e,
+            flagged ? "  (reported underperforming)" : "");
+    if (flagged) {
+      sum->coll_flagged++;
+      continue;
+    }
     sum->coll_points++;
-    if (gpus == 8 && nodes == 1 && fabs(e) > sum->coll_max_err) sum->coll_max_err = fabs(e);
+    if (gpus == 8 && nodes == 1) {
+      if (fabs(e) > sum->coll_max_err) sum->coll_max_err = fabs(e);
+    } else {
+      sum->coll_multi_points++;
+      sum->coll_multi_within += fabs(e) <= 15.0;
+      multi_abs += fabs(e);
+      if (fabs(e) > sum->coll_multi_max_err) sum->coll_multi_max_err = fabs(e);
+    }
   }
   fprintf(out, "  %d points; largest |error| on one 8-GPU node: %.1f%%\n", sum->coll_points,
           sum->coll_max_err);
+  fprintf(out, "  across nodes and NVLink domains: %d points, %d within 15%%, mean |error| %.1f%%, "
+               "largest %.1f%%; %d flagged points not counted\n",
+          sum->coll_multi_points, sum->coll_multi_within,
+          sum->coll_multi_points ? multi_abs / sum->coll_multi_points : 0.0,
+          sum->coll_multi_max_err, sum->coll_flagged);
   study__csv_free(&c);
   return PP_OK;
 }

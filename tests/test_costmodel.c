@@ -1,4 +1,7 @@
 /* The cost model against hand-computed values: ring all-reduce = 2(n-1)/n S/B + 2(n-1) a,
+ * NCCL's algorithm choice and busbw across nodes (NVLSTree on 2 x 8 H100 and B200, ring on
+ * 4 x 8, tree between GB200 NVL4 partitions, ring on 2 A100 nodes though tree is faster,
+ * PAT at one rank per node) and NVLS over 5, 8, 36 and 72 GPUs (the switch's cap),
  * FLOP counts, Korthikanti et al. 2022 activation memory (Table 2), GEMM efficiency at the
  * measured point; monotonicity (more data parallelism never raises memory per GPU, a slower
  * fabric never makes a plan faster); throughput and MFU at another iteration time
@@ -67,12 +70,117 @@ static void ring_formula(void) {
   /* all-gather and reduce-scatter move half of an all-reduce */
   CHECK_NEAR(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_RING, S, &pl),
              (n - 1) / n * S / B + (n - 1) * a, 1e-6);
-  /* NVLS cannot run across NVLink domains; tree needs nodes */
+  /* NVLS cannot run across NVLink domains (nor all-gather's NVLS: no CollNet); tree and
+   * NVLSTree need several domains, NVLSTree two ranks in each; PAT one rank per domain */
   CHECK(cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_NVLS, S, &pl) < 0);
+  CHECK(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_NVLS, S, &pl) < 0);
+  CHECK(cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_NVLSTREE, S, &pl) < 0);
+  CHECK(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_PAT, S, &pl) > 0);
   cm_place_group(cm, 8, 1, &pl);
   CHECK(cm_coll_time(cm, CM_ALL_REDUCE, CM_ALGO_TREE, S, &pl) < 0);
-  CHECK(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_NVLS, S, &pl) < 0);
+  CHECK(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_PAT, S, &pl) < 0);
+  /* all-gather's NVLS runs in one node but is slower than the ring there (NCCL: "not
+   * faster"), so the ring is chosen */
+  cm_algo alg = CM_ALGO_NVLS;
+  CHECK(cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_NVLS, S, &pl) >
+        cm_coll_time(cm, CM_ALL_GATHER, CM_ALGO_RING, S, &pl));
+  cm_coll_best(cm, CM_ALL_GATHER, S, &pl, &alg);
+  CHECK_EQ(alg, CM_ALGO_RING);
   cm_model_destroy(cm);
+}
+
+/* busbw (GB/s) of a collective of S bytes on the first n GPUs of cluster C (sized to n, or
+ * to the next multiple of 8) with algorithm a (or NCCL's choice, written to *chosen, when
+ * a < 0), without ramp or fixed latency. */
+static double busbw(const char *cluster, int n, cm_coll c, int a, double S, cm_algo *chosen) {
+  const char *pure = "ring.half_bytes=1,ring.gamma=5,ring.base_us=0,tree.half_bytes=1,"
+                     "tree.gamma=5,tree.base_us=0,nvls.half_bytes=1,nvls.gamma=5,nvls.base_us=0,"
+                     "nvlstree.half_bytes=1,nvlstree.gamma=5,nvlstree.base_us=0";
+  cm_model *cm = make("gpt3-175b", cluster, (n + 7) / 8 * 8, pure);
+  cm_place pl;
+  cm_place_group(cm, n, 1, &pl);
+  cm_algo got = (cm_algo)a;
+  double t = a >= 0 ? cm_coll_time(cm, c, (cm_algo)a, S, &pl) : cm_coll_best(cm, c, S, &pl, &got);
+  if (chosen) *chosen = got;
+  cm_model_destroy(cm);
+  return cm_coll_busbw_factor(c, n) * S / t / 1e9;
+}
+
+static void nccl_across_nodes(void) {
+  const double G = 1024.0 * 1024 * 1024, S = 64 * G; /* latencies negligible at 64 GiB */
+  cm_algo a;
+  /* 2 x 8 H100: NCCL's NVLSTree reduces in the node and sends a 1/8 share over each NIC;
+   * its busbw is NCCL's per-head cap, 8 NICs x 57.7 GB/s, above the 8 x 48 of the NICs and
+   * above the flat ring (NVLink-bound, 450 * 0.82); the hierarchical all-reduce is slower */
+  double nt = busbw("dgx-h100", 16, CM_ALL_REDUCE, -1, S, &a);
+  CHECK_EQ(a, CM_ALGO_NVLSTREE);
+  CHECK_NEAR(nt, 8 * 57.7, 1e-3);
+  CHECK_NEAR(busbw("dgx-h100", 16, CM_ALL_REDUCE, CM_ALGO_RING, S, NULL), 450 * 0.82, 1e-3);
+  CHECK(busbw("dgx-h100", 16, CM_ALL_REDUCE, CM_ALGO_HIER, S, NULL) < nt);
+  /* 2 x 8 B200: the NICs bind: the tree on two nodes sends S per node, busbw 2(n-1)/n x 384 */
+  CHECK_NEAR(busbw("dgx-b200", 16, CM_ALL_REDUCE, -1, S, &a), 2 * 15.0 / 16 * 8 * 48, 1e-3);
+  CHECK_EQ(a, CM_ALGO_NVLSTREE);
+  /* 4 x 8 H100: NCCL's ring runs at bwInter (8 x 48 = 384) above NVLSTree's 8 x 45.5 cap on
+   * more than two nodes, so large messages take the ring (NVLink-bound: 369); small ones
+   * NVLSTree for its log-depth latency */
+  CHECK_NEAR(busbw("dgx-h100", 32, CM_ALL_REDUCE, -1, S, &a), 450 * 0.82, 1e-3);
+  CHECK_EQ(a, CM_ALGO_RING);
+  busbw("dgx-h100", 32, CM_ALL_REDUCE, -1, 1 << 20, &a);
+  CHECK_EQ(a, CM_ALGO_NVLSTREE);
+  /* tree between 3 NVLink domains of 4 GB200 (4 NICs each, NVLS off): the busiest domain
+   * sends 1.5 buffers, so busbw = 2(n-1)/n * 192 / 1.5 (nccl#1801 measured 234.4) */
+  const char *nvl4 =
+      "{\"name\":\"nvl4x3\",\"gpu\":\"gb200\",\"gpus\":12,\"gpus_per_node\":4,"
+      "\"nvlink\":{\"domain_gpus\":4,\"gbps_per_gpu\":900,\"latency_us\":0.6},"
+      "\"network\":{\"kind\":\"fat-tree\",\"nic_gbps\":400,\"nics_per_node\":4,"
+      "\"latency_us\":2.7,\"switch_radix\":64}}";
+  CHECK_NEAR(busbw(nvl4, 12, CM_ALL_REDUCE, CM_ALGO_TREE, S, NULL), 2 * 11.0 / 12 * 192 / 1.5,
+             1e-3);
+  /* ... and NCCL's tuner still picks the ring there (its tree estimate is 0.92 * 192 / 2) */
+  CHECK_NEAR(busbw(nvl4, 12, CM_ALL_REDUCE, -1, S, &a), 192, 1e-3);
+  CHECK_EQ(a, CM_ALGO_RING);
+  /* the choice is NCCL's, not the fastest: two A100 nodes with 4 x 200G NICs, where NCCL
+   * prices ring and tree on NVLink (<= 2 nodes) and picks the ring, which the NICs hold to
+   * 96 GB/s (nccl-tests#100 measured 91) while the tree would send only S per node */
+  const char *a100 =
+      "{\"name\":\"a100x4nic\",\"gpu\":\"a100-80g\",\"gpus\":16,\"gpus_per_node\":8,"
+      "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":300,\"latency_us\":0.6},"
+      "\"network\":{\"kind\":\"fat-tree\",\"nic_gbps\":200,\"nics_per_node\":4,"
+      "\"latency_us\":3,\"switch_radix\":40}}";
+  double ring = busbw(a100, 16, CM_ALL_REDUCE, -1, S, &a);
+  CHECK_EQ(a, CM_ALGO_RING);
+  CHECK_NEAR(ring, 4 * 24.0, 1e-3);
+  CHECK(busbw(a100, 16, CM_ALL_REDUCE, CM_ALGO_TREE, S, NULL) > 1.5 * ring);
+  /* all-gather across nodes: ring (NCCL has no multi-node NVLS all-gather without CollNet);
+   * with one rank per node PAT wins small messages (latency log2(N)) and the ring large ones */
+  busbw("dgx-h100", 32, CM_ALL_GATHER, -1, S, &a);
+  CHECK_EQ(a, CM_ALGO_RING);
+  cm_model *cm = make("gpt3-175b", "dgx-h100", 128, NULL);
+  cm_place pl;
+  cm_place_group(cm, 16, 8, &pl);
+  cm_coll_best(cm, CM_ALL_GATHER, 1 << 16, &pl, &a);
+  CHECK_EQ(a, CM_ALGO_PAT);
+  cm_coll_best(cm, CM_ALL_GATHER, S, &pl, &a);
+  CHECK_EQ(a, CM_ALGO_RING);
+  cm_model_destroy(cm);
+}
+
+static void nvls_domain_size(void) {
+  const double S = 64.0 * 1024 * 1024 * 1024;
+  cm_algo a;
+  /* NVLS busbw grows as 2(n-1)/(n+1) * B * 0.714 (8 H100: 500 GB/s) until the switch's cap,
+   * 1.31 * NCCL's NVLS efficiency of the architecture * B: 1.31 * 0.85 * 450 = 501 on
+   * Hopper; on 72 GB200 the cap binds, 1.31 * 0.74 * 900 = 872, not 2 * 71/73 * 900 * 0.714
+   * = 1250 (measured 835-847, coreweave/nccl-tests#43) */
+  CHECK_NEAR(busbw("dgx-h100", 8, CM_ALL_REDUCE, -1, S, &a), 2 * 7.0 / 9 * 450 * 0.714, 1e-3);
+  CHECK_EQ(a, CM_ALGO_NVLS);
+  CHECK_NEAR(busbw("gb200-nvl72", 72, CM_ALL_REDUCE, -1, S, &a), 1.31 * 0.74 * 900, 1e-3);
+  CHECK_EQ(a, CM_ALGO_NVLS);
+  /* the same cap holds for 8 B200 and for 36 GB200 of the rack */
+  CHECK_NEAR(busbw("dgx-b200", 8, CM_ALL_REDUCE, -1, S, NULL), 1.31 * 0.74 * 900, 1e-3);
+  CHECK_NEAR(busbw("gb200-nvl72", 36, CM_ALL_REDUCE, -1, S, NULL), 1.31 * 0.74 * 900, 1e-3);
+  /* 5 H100 sit below the cap: 2 * 4/6 * 450 * 0.714 (nccl#1455: 420 measured) */
+  CHECK_NEAR(busbw("dgx-h100", 5, CM_ALL_REDUCE, -1, S, NULL), 2 * 4.0 / 6 * 450 * 0.714, 1e-3);
 }
 
 static void sharing(void) {
@@ -306,6 +414,8 @@ int main(void) {
   ops_flops();
   nonuniform();
   ring_formula();
+  nccl_across_nodes();
+  nvls_domain_size();
   sharing();
   flops_and_memory();
   monotone();

@@ -1,7 +1,8 @@
 /* The validation study end to end on the built-in data: the accuracy the cost model must keep
  * (MAPE of iteration time <= 10% over the SC'21 Table 1, Korthikanti and MT-NLG rows, every
  * published configuration of those feasible; all-reduce bus bandwidth on one 8-GPU node within
- * 10% of the published nccl-tests curves for messages >= 64 MiB), its CSV and its rows in a
+ * 10% of the published nccl-tests curves for messages >= 64 MiB, and at least 29 of the 36
+ * multi-node and NVLink-domain points within 15%), its CSV and its rows in a
  * real database. Also `podplan predict` through the CLI: the JSON keys of docs/cli.md
  * and an infeasible plan that says by how much. */
 #include <stdlib.h>
@@ -25,6 +26,12 @@ static void study(const char *dir) {
   CHECK(s.holdout_rows >= 30);
   CHECK(s.coll_points >= 11);
   CHECK(s.coll_max_err <= 10.0);
+  /* the multi-node and NVLink-domain curves (all-reduce and all-gather) are compared too;
+   * the one system its author reports as underperforming (nccl#2409) is flagged, not counted;
+   * 29 of 36 points are within 15% today (docs/models.md lists the others) */
+  CHECK(s.coll_multi_points >= 36);
+  CHECK_EQ(s.coll_flagged, 1);
+  CHECK(s.coll_multi_within >= 29);
   fprintf(stderr, "target MAPE %.1f%% (max %.1f%%), holdout MAPE %.1f%%, busbw max %.1f%%\n",
           s.target_mape, s.target_max, s.holdout_mape, s.coll_max_err);
   char *csv = tu_path(out, "validate.csv");

@@ -53,9 +53,22 @@ typedef enum {
   CM_SEND_RECV,
   CM_NCOLLS
 } cm_coll;
-typedef enum { CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_HIER, CM_NALGOS } cm_algo;
+/* NCCL's algorithms (ring, tree, NVLS, NVLSTree, PAT) and one of ours (hier: reduce-scatter
+ * in the NVLink domain, all-reduce between domains, all-gather; NCCL has no such algorithm,
+ * so cm_coll_best never picks it; cm_coll_time prices it on request). */
+typedef enum {
+  CM_ALGO_RING,
+  CM_ALGO_TREE,
+  CM_ALGO_NVLS,
+  CM_ALGO_HIER,
+  CM_ALGO_NVLSTREE,
+  CM_ALGO_PAT,
+  CM_NALGOS
+} cm_algo;
 const char *cm_coll_name(cm_coll c);
 const char *cm_algo_name(cm_algo a);
+/* The collective named as cm_coll_name prints it ("all_reduce", ...); PP_NOTFOUND otherwise. */
+int cm_coll_lookup(const char *name, cm_coll *out);
 /* nccl-tests bus-bandwidth factor: busbw = algbw * factor(n). */
 double cm_coll_busbw_factor(cm_coll c, int n);
 
@@ -64,7 +77,7 @@ double cm_coll_busbw_factor(cm_coll c, int n);
 /* How fast one collective algorithm runs: a bandwidth ramp and a fixed latency. The ramp is
  * eff(S) = 1 / (1 + (half / S)^gamma) on top of the level efficiencies. */
 typedef struct cm_algo_params {
-  double half_bytes; /* per-rank message size at which the ramp reaches one half */
+  double half_bytes; /* per-rank share (bytes / ranks) at which the ramp reaches one half */
   double gamma;      /* steepness of the ramp in log size */
   double base_us;    /* fixed latency per call (launch, synchronisation) */
 } cm_algo_params;
@@ -84,6 +97,8 @@ typedef struct cm_params {
   /* collectives: bandwidth efficiency of each level, then ramp and latency per algorithm */
   double level_eff[CM_NLEVELS];
   double nvls_eff;      /* in-switch reduction: fraction of NVLink bandwidth */
+  double nvls_cap;      /* NVLS all-reduce busbw cap: nvls_cap * NCCL's per-architecture NVLS
+                           efficiency (Hopper 0.85, Blackwell 0.74) * NVLink bandwidth */
   cm_algo_params algo[CM_NALGOS];
   /* memory */
   double mem_overhead_gib;   /* CUDA context, NCCL buffers, allocator fragmentation */

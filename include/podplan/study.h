@@ -33,13 +33,20 @@ typedef struct study_validate_summary {
   int mem_infeasible;          /* ... of mem_rows, predicted not to fit */
   double min_headroom_gib;     /* smallest GPU memory minus predicted peak among mem_rows */
   int min_headroom_row;        /* the row it belongs to */
-  int coll_points;             /* all-reduce bus bandwidths compared (messages >= 64 MiB) */
+  int coll_points;             /* bus bandwidths compared (messages >= 64 MiB, all collectives) */
   double coll_max_err;         /* largest |error| among the 8-GPU, one-node points, percent */
+  int coll_multi_points;       /* ... of them across nodes or in a larger NVLink domain */
+  int coll_multi_within;       /* ... of those within 15% */
+  double coll_multi_max_err;   /* largest |error| among them, percent */
+  int coll_flagged;            /* points of systems their authors report as underperforming
+                                  (printed, not counted above) */
 } study_validate_summary;
 
 /* Predicts every usable row, prints the per-row table and the MAPE per source, per set and
  * overall, the memory check over every row complete enough to evaluate (the skipped rows
- * included) with the tightest headroom, then the predicted against the published all-reduce bus bandwidths; writes
+ * included) with the tightest headroom, then the predicted against the published bus
+ * bandwidths (all-reduce, all-gather, reduce-scatter; one node, several nodes, NVLink domains);
+ * writes
  * out_dir/validate.csv and stores the scores (source published and costmodel) in one
  * transaction. */
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err);
