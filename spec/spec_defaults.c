@@ -173,7 +173,6 @@ static void describe(const spec_cluster *c, spec_def d, spec_default_info *i) {
   memset(i, 0, sizeof *i);
   i->field = fields[d];
   i->from = "assumed";
-  i->inferred = inferred;
   switch (d) {
   case SPEC_DEF_NVL_LATENCY:
     i->value = c->nvlink.latency_us, i->source = NVL_LAT_SRC;
@@ -213,6 +212,11 @@ static void describe(const spec_cluster *c, spec_def d, spec_default_info *i) {
     break;
   case SPEC_NDEFS: break;
   }
+  i->boolean = d == SPEC_DEF_NVL_INR || d == SPEC_DEF_NET_INR || d == SPEC_DEF_NET_RAIL;
+  i->integer = d == SPEC_DEF_NET_RADIX;
+  /* the NIC generation decided these figures */
+  i->inferred = ng && inferred && (d == SPEC_DEF_NET_LATENCY || d == SPEC_DEF_NET_RADIX ||
+                                   d == SPEC_DEF_NET_INR);
 }
 
 int spec_cluster_defaults(const spec_cluster *c, spec_default_info *out, int n) {

@@ -133,6 +133,8 @@ typedef struct spec_cluster {
 typedef struct spec_default_info {
   const char *field;      /* "nvlink.latency_us" */
   double value;           /* the value used (booleans 0/1) */
+  int boolean;            /* 1: the field is true/false */
+  int integer;            /* 1: the field is an integer */
   const char *from;       /* the generation it comes from ("h100-sxm: Hopper, NVLink4, NVSwitch
                              gen3"), or "assumed" */
   const char *source;     /* the public source of the figure */
