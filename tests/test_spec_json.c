@@ -278,7 +278,20 @@ int main(int argc, char **argv) {
   tu_exec(h2, &r2);
   CHECK_EQ(r.status, 0);
   CHECK_EQ(r2.status, 0);
-  CHECK_STREQ(r.out, r2.out);
+  /* the same hash and canonical JSON; the file's output also lists the figures it left out
+   * (switch radix, SHARP, oversubscription from NDR and assumptions) */
+  const char *hk = r2.out ? strstr(r2.out, "\"hash\": \"") : NULL;
+  CHECK(hk != NULL);
+  if (hk) {
+    char hash[40];
+    snprintf(hash, sizeof hash, "%.28s", hk);
+    CHECK_CONTAINS(r.out, hash);
+  }
+  const char *spec2 = r2.out ? strstr(r2.out, "\"spec\"") : NULL;
+  CHECK(spec2 != NULL);
+  if (spec2) CHECK_CONTAINS(r.out, spec2);
+  CHECK_CONTAINS(r.out, "\"field\": \"network.switch_radix\"");
+  CHECK(!strstr(r2.out ? r2.out : "", "\"defaults\""));
   tu_run_free(&r);
   tu_run_free(&r2);
 

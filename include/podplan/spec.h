@@ -53,9 +53,8 @@ typedef struct spec_gpu {
 
 typedef enum { SPEC_NET_NONE, SPEC_NET_FAT_TREE, SPEC_NET_TORUS } spec_net_kind;
 
-/* NVLink domains and partitions. A job may use only part of each NVLink domain (GB200 NVL72
- * racks are commonly scheduled as 64-GPU partitions of 16 of their 18 compute trays, the
- * others idle or spare). The job's effective NVLink domain is then the partition: domain_gpus
+/* NVLink domains and partitions. A job may use only part of each NVLink domain (e.g. 64 GPUs,
+ * 16 of the 18 compute trays of a GB200 NVL72 rack, the others idle or spare). The job's effective NVLink domain is then the partition: domain_gpus
  * holds it, and every model (placement, collectives, the simulator's platform, the searches)
  * reads domain_gpus alone. In JSON, nvlink.domain_gpus is the physical domain and
  * nvlink.domain_gpus_used the partition. */
