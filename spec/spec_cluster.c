@@ -475,7 +475,7 @@ char *spec_cluster_json(const spec_cluster *c) {
   if (!v.partition_gpus) json_object_del(nv, "domain_gpus_used");
   json_object_set_new(o, "nvlink", nv);
   spec__emit(net, net_fields, NNET, &c->network, 1u << c->network.kind);
-  if (c->network.nic == SPEC_NIC_UNSET) json_object_del(net, "nic");
+  if (c->network.nic == SPEC_NIC_AUTO) json_object_del(net, "nic");
   json_object_set_new(o, "network", net);
   char *s = spec__dump(o);
   json_decref(o);

@@ -69,7 +69,7 @@ static const nic_gen nic_gens[SPEC_NNICS] = {
                           "InfiniBand Quantum feature)"},
 };
 
-const char *const spec__nic_names[] = {"unset", "hdr", "ndr", "xdr", "roce-400g", NULL};
+const char *const spec__nic_names[] = {"auto", "hdr", "ndr", "xdr", "roce-400g", NULL};
 
 const char *spec_nic_name(spec_nic k) {
   return (unsigned)k < SPEC_NNICS ? spec__nic_names[k] : "?";
@@ -86,8 +86,8 @@ static const gpu_gen *gpu_gen_of(const spec_gpu *g) {
  * its speed; NULL when neither. *inferred is set when the speed decided. */
 static const nic_gen *nic_gen_of(const spec_network *n, int *inferred) {
   *inferred = 0;
-  if (n->nic > SPEC_NIC_UNSET && n->nic < SPEC_NNICS) return &nic_gens[n->nic];
-  for (int k = SPEC_NIC_UNSET + 1; k < SPEC_NNICS; k++)
+  if (n->nic > SPEC_NIC_AUTO && n->nic < SPEC_NNICS) return &nic_gens[n->nic];
+  for (int k = SPEC_NIC_AUTO + 1; k < SPEC_NNICS; k++)
     if (nic_gens[k].inferable && nic_gens[k].gbps == n->nic_gbps) {
       *inferred = 1;
       return &nic_gens[k];
@@ -122,13 +122,13 @@ int spec__cluster_fill_defaults(spec_cluster *c, unsigned missing, const char *o
   if ((missing & (1u << SPEC_DEF_NVL_INR)) && gg) nv->in_network_reduce = gg->nvls;
   if (net->kind == SPEC_NET_FAT_TREE) {
     if (missing & (1u << SPEC_DEF_NET_NIC_GBPS)) {
-      if (net->nic == SPEC_NIC_UNSET)
+      if (net->nic == SPEC_NIC_AUTO)
         return pp_err_set(err, PP_INPUT,
                           "%s: network.nic_gbps: missing (give it, or network.nic: one of hdr, "
                           "ndr, xdr, roce-400g)",
                           o);
       net->nic_gbps = nic_gens[net->nic].gbps;
-    } else if (net->nic != SPEC_NIC_UNSET && net->nic_gbps != nic_gens[net->nic].gbps) {
+    } else if (net->nic != SPEC_NIC_AUTO && net->nic_gbps != nic_gens[net->nic].gbps) {
       return pp_err_set(err, PP_INPUT,
                         "%s: network.nic_gbps: %g Gbit/s, but network.nic %s runs at %g", o,
                         net->nic_gbps, nic_gens[net->nic].name, nic_gens[net->nic].gbps);

@@ -71,9 +71,10 @@ typedef struct spec_nvlink {
   int in_network_reduce; /* NVLink SHARP (NVLS) in the switches */
 } spec_nvlink;
 
-/* Scale-out NIC generations with listed defaults (network.nic); SPEC_NIC_UNSET: not given. */
+/* Scale-out NIC generations with listed defaults (network.nic); SPEC_NIC_AUTO ("auto", the
+ * default): the InfiniBand generation of nic_gbps (200 HDR, 400 NDR, 800 XDR), if any. */
 typedef enum {
-  SPEC_NIC_UNSET,
+  SPEC_NIC_AUTO,     /* not named: inferred from nic_gbps */
   SPEC_NIC_HDR,      /* InfiniBand HDR, 200 Gbit/s */
   SPEC_NIC_NDR,      /* InfiniBand NDR, 400 Gbit/s */
   SPEC_NIC_XDR,      /* InfiniBand XDR, 800 Gbit/s */
@@ -84,7 +85,7 @@ typedef enum {
 typedef struct spec_network {
   spec_net_kind kind;      /* none: a single NVLink domain; fat-tree; torus */
   /* fat-tree */
-  spec_nic nic;            /* NIC generation as the spec named it; UNSET: inferred from
+  spec_nic nic;            /* NIC generation as the spec named it; AUTO: inferred from
                               nic_gbps where one InfiniBand generation runs at that speed */
   int rail_optimized;      /* NIC i of every node on rail i (its own leaf switches) */
   double nic_gbps;         /* Gbit/s per NIC, per direction */
@@ -229,7 +230,7 @@ int spec_cluster_partition_text(const spec_cluster *c, char *buf, size_t n);
 /* The figures of c that were filled by defaults when it was read: up to n of them into out;
  * returns how many there are. */
 int spec_cluster_defaults(const spec_cluster *c, spec_default_info *out, int n);
-/* The NIC generation names ("hdr", "ndr", "xdr", "roce-400g"), index = spec_nic. */
+/* The NIC generation names ("auto", "hdr", "ndr", "xdr", "roce-400g"), index = spec_nic. */
 const char *spec_nic_name(spec_nic k);
 
 /* ---- canonical JSON and hash ------------------------------------------------------------
