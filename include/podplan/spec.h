@@ -196,7 +196,8 @@ const char *spec_cluster_preset_source(size_t i);
  * keys, wrong types and out-of-range values are rejected (PP_INPUT / PP_NOTFOUND). */
 int spec_model_load(const char *arg, spec_model *out, pp_err *err);
 int spec_gpu_load(const char *arg, spec_gpu *out, pp_err *err);
-/* gpus > 0 resizes the cluster (as --gpus N does); 0 keeps the spec's own size. */
+/* gpus > 0 resizes the cluster (as --gpus N does); 0 keeps the spec's own size. Figures a
+ * JSON spec leaves out are filled from the GPU and NIC generation (spec_cluster_defaults). */
 int spec_cluster_load(const char *arg, int gpus, spec_cluster *out, pp_err *err);
 /* Parses JSON text of `len` bytes; `origin` names it in messages. */
 int spec_model_parse(const char *text, size_t len, const char *origin, spec_model *out,
@@ -209,7 +210,8 @@ int spec_model_validate(const spec_model *m, pp_err *err);
 int spec_gpu_validate(const spec_gpu *g, pp_err *err);
 /* Checks the cluster's fabric at its size (node, NVLink-domain and switch granularity). */
 int spec_cluster_validate(const spec_cluster *c, pp_err *err);
-/* Sets the cluster's GPU count (re-deriving a torus shape) and validates it. */
+/* Sets the cluster's GPU count (re-deriving a torus shape, and the NVLink partition unless
+ * the spec named one) and validates it. */
 int spec_cluster_resize(spec_cluster *c, int gpus, pp_err *err);
 /* Checks a model can be trained on a cluster's GPUs at all (e.g. fp8 needs fp8 tensor cores). */
 int spec_pair_validate(const spec_model *m, const spec_cluster *c, pp_err *err);
