@@ -268,6 +268,8 @@ static int cluster_check(const spec_cluster *c, const char *o, pp_err *err) {
   }
   if ((unsigned)net->kind > SPEC_NET_TORUS)
     return pp_err_set(err, PP_INPUT, "%s: network.kind: out of range", o);
+  if ((unsigned)net->nic >= SPEC_NNICS)
+    return pp_err_set(err, PP_INPUT, "%s: network.nic: out of range", o);
   unsigned netv = 1u << net->kind;
   for (size_t i = 1; i < NNET; i++) {
     const spec__field *f = &net_fields[i];
