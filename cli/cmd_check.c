@@ -15,7 +15,10 @@ static const char usage[] =
     "\n"
     "Loads a model, a cluster and a plan, validates them (a plan against the model and the\n"
     "cluster: tp divides heads, tp*pp*dp*cp = GPUs, ...) and prints each one's canonical JSON\n"
-    "and stable hash. Nothing is written unless everything is valid.\n"
+    "and stable hash. Nothing is written unless everything is valid. For a cluster it also\n"
+    "prints the NVLink partition a job uses (when it uses part of each NVLink domain) and\n"
+    "every figure the spec left out with the value, GPU or NIC generation and source of its\n"
+    "default; the canonical JSON (what --db stores) carries the figures used.\n"
     "\n"
     "  --model M     preset name, JSON file or inline JSON ('{...}')\n"
     "  --cluster C   preset name, JSON file or inline JSON\n"
@@ -47,6 +50,47 @@ static void layers_text(const int *v, int n, char *buf, size_t cap) {
     if (w < 0 || (size_t)w >= cap - len) break;
     len += (size_t)w;
     i = j;
+  }
+}
+
+/* The NVLink partition a job uses and the figures the cluster spec left out, as JSON members
+ * of the cluster object (only when there are any) or as text lines. */
+static void cluster_extras_json(const spec_cluster *c, json_t *o) {
+  char part[256];
+  if (spec_cluster_partition_text(c, part, sizeof part))
+    json_object_set_new(o, "nvlink_partition",
+                        json_pack("{s:i, s:i, s:i, s:b, s:s}", "domain_gpus_used",
+                                  c->nvlink.domain_gpus, "domain_gpus", c->nvlink.domain_gpus_hw,
+                                  "partitions", spec_cluster_domains(c), "derived",
+                                  !c->nvlink.partition_gpus, "text", part));
+  spec_default_info d[SPEC_NDEFS];
+  int n = spec_cluster_defaults(c, d, SPEC_NDEFS);
+  if (!n) return;
+  json_t *a = json_array();
+  for (int i = 0; i < n; i++)
+    json_array_append_new(a, json_pack("{s:s, s:o, s:s, s:b, s:s}", "field", d[i].field, "value",
+                                       d[i].boolean   ? json_boolean(d[i].value != 0)
+                                       : d[i].integer ? json_integer((json_int_t)d[i].value)
+                                                      : json_real(d[i].value),
+                                       "from", d[i].from, "inferred", d[i].inferred, "source",
+                                       d[i].source));
+  json_object_set_new(o, "defaults", a);
+}
+
+static void cluster_extras_text(const spec_cluster *c) {
+  char part[256];
+  if (spec_cluster_partition_text(c, part, sizeof part)) printf("  NVLink partition: %s\n", part);
+  spec_default_info d[SPEC_NDEFS];
+  int n = spec_cluster_defaults(c, d, SPEC_NDEFS);
+  if (n) printf("  defaults (figures the spec left out, stored as resolved above):\n");
+  for (int i = 0; i < n; i++) {
+    char v[32];
+    if (d[i].boolean)
+      snprintf(v, sizeof v, "%s", d[i].value != 0 ? "true" : "false");
+    else
+      snprintf(v, sizeof v, "%g", d[i].value);
+    printf("    %-26s %-6s %s%s\n      source: %s\n", d[i].field, v, d[i].from,
+           d[i].inferred ? " (inferred from nic_gbps)" : "", d[i].source);
   }
 }
 
@@ -115,6 +159,7 @@ static int check_one(const check_args *a) {
       json_object_set_new(o, "hash", json_string(ch));
       json_object_set_new(o, "nodes", json_integer(spec_cluster_nodes(&c)));
       json_object_set_new(o, "nvlink_domains", json_integer(spec_cluster_domains(&c)));
+      cluster_extras_json(&c, o);
       json_object_set_new(o, "spec", canon_obj(cj));
       cj = NULL;
       json_object_set_new(root, "cluster", o);
@@ -155,6 +200,7 @@ static int check_one(const check_args *a) {
       printf("cluster  %-12s %d GPUs: %d node(s) of %d, %s, network %s  hash %s\n  %s\n", c.name,
              c.gpus, spec_cluster_nodes(&c), c.gpus_per_node, dom,
              spec_net_kind_name(c.network.kind), ch, cj);
+      cluster_extras_text(&c);
     }
     if (pj) {
       if (!p.nstages)

@@ -63,6 +63,8 @@ static json_t *memory_json(const cm_memory *m) {
 static void print_text(const spec_model *m, const spec_cluster *c, const char *plan,
                        const cm_result *r) {
   printf("%s on %s (%d GPUs), plan %s\n", m->name, c->name, c->gpus, plan);
+  char part[256];
+  if (spec_cluster_partition_text(c, part, sizeof part)) printf("  NVLink partition %s\n", part);
   printf("  iteration        %10.4f s   (%d microbatches; slowest pipeline stage %d)\n",
          r->iter_time_s, r->microbatches, r->bottleneck_stage);
   printf("  tokens/s         %10.4g\n", r->tokens_per_s);
@@ -268,6 +270,10 @@ int cmd_predict(int argc, char **argv) {
         "bottleneck_stage", r.bottleneck_stage, "model", m.name, "cluster", cl.name, "gpus",
         cl.gpus, "plan", json_loads(pj, 0, NULL));
     free(pj);
+    if (cl.nvlink.domain_gpus_hw) /* the job uses a partition of each NVLink domain */
+      json_object_set_new(o, "nvlink_partition",
+                          json_pack("{s:i, s:i}", "domain_gpus_used", cl.nvlink.domain_gpus,
+                                    "domain_gpus", cl.nvlink.domain_gpus_hw));
     json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);

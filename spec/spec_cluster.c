@@ -100,30 +100,40 @@ enum { NET_FT = 1 << SPEC_NET_FAT_TREE, NET_TORUS = 1 << SPEC_NET_TORUS };
 
 #define NV(name, kind, lo, hi, open, req, def, mask, unit) \
   {#name, kind, offsetof(spec_nvlink, name), lo, hi, open, req, def, NULL, mask, unit}
+/* JSON domain_gpus is read into domain_gpus and domain_gpus_used into partition_gpus;
+ * partition_resolve() then makes domain_gpus the partition the job uses. */
+enum { NVF_DOMAIN, NVF_USED, NVF_GBPS, NVF_LATENCY, NVF_TAPER, NVF_INR };
 static const spec__field nvlink_fields[] = {
-    NV(domain_gpus, SPEC__INT, 1, SPEC_MAX_GPUS, 0, 1, 1, 0, "GPUs"),
-    NV(gbps_per_gpu, SPEC__DBL, 0, 1e5, 1, 1, 0, NV_MULTI, "GB/s"),
-    NV(latency_us, SPEC__DBL, 0, 1e6, 0, 1, 0, NV_MULTI, "us"),
-    NV(taper, SPEC__DBL, 1, 1000, 0, 0, 1, NV_MULTI, NULL),
-    NV(in_network_reduce, SPEC__BOOL, 0, 1, 0, 0, 0, NV_MULTI, NULL),
+    [NVF_DOMAIN] = NV(domain_gpus, SPEC__INT, 1, SPEC_MAX_GPUS, 0, 1, 1, 0, "GPUs"),
+    [NVF_USED] = {"domain_gpus_used", SPEC__INT, offsetof(spec_nvlink, partition_gpus), 1,
+                  SPEC_MAX_GPUS, 0, 0, 0, NULL, NV_MULTI, "GPUs"},
+    [NVF_GBPS] = NV(gbps_per_gpu, SPEC__DBL, 0, 1e5, 1, 1, 0, NV_MULTI, "GB/s"),
+    [NVF_LATENCY] = NV(latency_us, SPEC__DBL, 0, 1e6, 0, 0, 0, NV_MULTI, "us"),
+    [NVF_TAPER] = NV(taper, SPEC__DBL, 1, 1000, 0, 0, 1, NV_MULTI, NULL),
+    [NVF_INR] = NV(in_network_reduce, SPEC__BOOL, 0, 1, 0, 0, 0, NV_MULTI, NULL),
 };
 #undef NV
 #define NNV (sizeof nvlink_fields / sizeof nvlink_fields[0])
 
 #define NET(name, kind, lo, hi, open, req, def, names, mask, unit) \
   {#name, kind, offsetof(spec_network, name), lo, hi, open, req, def, names, mask, unit}
+enum {
+  NETF_KIND, NETF_NIC, NETF_RAIL, NETF_NIC_GBPS, NETF_NICS, NETF_OVERSUB, NETF_RADIX, NETF_INR,
+  NETF_DIMS, NETF_LINK, NETF_WRAP, NETF_LATENCY
+};
 static const spec__field net_fields[] = {
-    NET(kind, SPEC__ENUM, 0, 0, 0, 1, 0, spec__net_names, 0, NULL),
-    NET(rail_optimized, SPEC__BOOL, 0, 1, 0, 0, 0, NULL, NET_FT, NULL),
-    NET(nic_gbps, SPEC__DBL, 0, 1e6, 1, 1, 0, NULL, NET_FT, "Gbit/s"),
-    NET(nics_per_node, SPEC__INT, 1, 1024, 0, 1, 0, NULL, NET_FT, NULL),
-    NET(oversubscription, SPEC__DBL, 1, 1000, 0, 0, 1, NULL, NET_FT, NULL),
-    NET(switch_radix, SPEC__INT, 4, 65536, 0, 0, 64, NULL, NET_FT, "ports"),
-    NET(in_network_reduce, SPEC__BOOL, 0, 1, 0, 0, 0, NULL, NET_FT, NULL),
-    NET(dims, SPEC__INT3, 1, SPEC_MAX_GPUS, 0, 0, 0, NULL, NET_TORUS, NULL),
-    NET(link_gbps, SPEC__DBL, 0, 1e5, 1, 1, 0, NULL, NET_TORUS, "GB/s"),
-    NET(wraparound, SPEC__BOOL, 0, 1, 0, 0, 1, NULL, NET_TORUS, NULL),
-    NET(latency_us, SPEC__DBL, 0, 1e6, 0, 1, 0, NULL, NET_FT | NET_TORUS, "us"),
+    [NETF_KIND] = NET(kind, SPEC__ENUM, 0, 0, 0, 1, 0, spec__net_names, 0, NULL),
+    [NETF_NIC] = NET(nic, SPEC__ENUM, 0, 0, 0, 0, 0, spec__nic_names, NET_FT, NULL),
+    [NETF_RAIL] = NET(rail_optimized, SPEC__BOOL, 0, 1, 0, 0, 0, NULL, NET_FT, NULL),
+    [NETF_NIC_GBPS] = NET(nic_gbps, SPEC__DBL, 0, 1e6, 1, 0, 0, NULL, NET_FT, "Gbit/s"),
+    [NETF_NICS] = NET(nics_per_node, SPEC__INT, 1, 1024, 0, 1, 0, NULL, NET_FT, NULL),
+    [NETF_OVERSUB] = NET(oversubscription, SPEC__DBL, 1, 1000, 0, 0, 1, NULL, NET_FT, NULL),
+    [NETF_RADIX] = NET(switch_radix, SPEC__INT, 4, 65536, 0, 0, 64, NULL, NET_FT, "ports"),
+    [NETF_INR] = NET(in_network_reduce, SPEC__BOOL, 0, 1, 0, 0, 0, NULL, NET_FT, NULL),
+    [NETF_DIMS] = NET(dims, SPEC__INT3, 1, SPEC_MAX_GPUS, 0, 0, 0, NULL, NET_TORUS, NULL),
+    [NETF_LINK] = NET(link_gbps, SPEC__DBL, 0, 1e5, 1, 1, 0, NULL, NET_TORUS, "GB/s"),
+    [NETF_WRAP] = NET(wraparound, SPEC__BOOL, 0, 1, 0, 0, 1, NULL, NET_TORUS, NULL),
+    [NETF_LATENCY] = NET(latency_us, SPEC__DBL, 0, 1e6, 0, 0, 0, NULL, NET_FT | NET_TORUS, "us"),
 };
 #undef NET
 #define NNET (sizeof net_fields / sizeof net_fields[0])
@@ -181,6 +191,64 @@ int spec_cluster_domains(const spec_cluster *c) {
   return (c->gpus + c->nvlink.domain_gpus - 1) / c->nvlink.domain_gpus;
 }
 
+int spec_cluster_domain_hw(const spec_cluster *c) {
+  return c->nvlink.domain_gpus_hw ? c->nvlink.domain_gpus_hw : c->nvlink.domain_gpus;
+}
+
+/* The partition a job of g GPUs uses when the spec names none: the whole domain when the job
+ * fits in one or fills whole domains, else the largest multiple of the node size no larger
+ * than the domain that divides g (GB200 NVL72: 128, 256, 512 GPUs -> 64 per domain). */
+static int partition_auto(int phys, int g, int gpn) {
+  if (phys <= gpn || g <= phys || g % phys == 0) return phys;
+  for (int p = phys - phys % gpn; p >= gpn; p -= gpn)
+    if (g % p == 0) return p;
+  return phys; /* g is not whole nodes: cluster_check says so */
+}
+
+/* Makes nvlink.domain_gpus the partition the job uses (the one asked for, or partition_auto)
+ * and domain_gpus_hw the physical domain when they differ. */
+static void partition_resolve(spec_cluster *c) {
+  spec_nvlink *nv = &c->nvlink;
+  int phys = spec_cluster_domain_hw(c);
+  if (phys <= 1) return;
+  int part = nv->partition_gpus ? nv->partition_gpus : partition_auto(phys, c->gpus, c->gpus_per_node);
+  nv->domain_gpus = part;
+  nv->domain_gpus_hw = part != phys ? phys : 0;
+}
+
+/* A partition is whole nodes of one domain. */
+static int partition_check(const spec_cluster *c, const char *o, pp_err *err) {
+  const spec_nvlink *nv = &c->nvlink;
+  int part = nv->domain_gpus, phys = nv->domain_gpus_hw, gpn = c->gpus_per_node;
+  if (part > phys)
+    return pp_err_set(err, PP_INPUT,
+                      "%s: nvlink.domain_gpus_used: %d is more than the %d GPUs of the NVLink "
+                      "domain",
+                      o, part, phys);
+  if (part % gpn)
+    return pp_err_set(err, PP_INPUT,
+                      "%s: nvlink.domain_gpus_used: %d does not split the %d-GPU domain into "
+                      "whole nodes of %d GPUs",
+                      o, part, phys, gpn);
+  return PP_OK;
+}
+
+int spec_cluster_partition_text(const spec_cluster *c, char *buf, size_t n) {
+  const spec_nvlink *nv = &c->nvlink;
+  if (!nv->domain_gpus_hw) return 0;
+  if (nv->partition_gpus)
+    snprintf(buf, n, "%d of the %d GPUs of each NVLink domain (%d partition%s; given by "
+             "nvlink.domain_gpus_used)",
+             nv->domain_gpus, nv->domain_gpus_hw, spec_cluster_domains(c),
+             spec_cluster_domains(c) == 1 ? "" : "s");
+  else
+    snprintf(buf, n, "%d of the %d GPUs of each NVLink domain (%d partitions; derived: the "
+             "largest multiple of %d GPUs per node up to %d that divides %d GPUs)",
+             nv->domain_gpus, nv->domain_gpus_hw, spec_cluster_domains(c), c->gpus_per_node,
+             nv->domain_gpus_hw, c->gpus);
+  return 1;
+}
+
 static int cluster_check(const spec_cluster *c, const char *o, pp_err *err) {
   const spec_nvlink *nv = &c->nvlink;
   const spec_network *net = &c->network;
@@ -193,28 +261,33 @@ static int cluster_check(const spec_cluster *c, const char *o, pp_err *err) {
   unsigned nvv = nv->domain_gpus > 1 ? NV_MULTI : 0;
   for (size_t i = 0; i < NNV; i++) {
     const spec__field *f = &nvlink_fields[i];
-    if (f->mask && !(f->mask & nvv)) continue;
+    if ((f->mask && !(f->mask & nvv)) || i == NVF_USED) continue;
     const char *p = (const char *)nv + f->off;
     double v = f->kind == SPEC__DBL ? *(const double *)p : *(const int *)p;
     if (spec__check_range(f, v, o, "nvlink.", err)) return err->code;
   }
   if ((unsigned)net->kind > SPEC_NET_TORUS)
     return pp_err_set(err, PP_INPUT, "%s: network.kind: out of range", o);
+  if ((unsigned)net->nic >= SPEC_NNICS)
+    return pp_err_set(err, PP_INPUT, "%s: network.nic: out of range", o);
   unsigned netv = 1u << net->kind;
   for (size_t i = 1; i < NNET; i++) {
     const spec__field *f = &net_fields[i];
-    if (!(f->mask & netv) || f->kind == SPEC__INT3) continue;
+    if (!(f->mask & netv) || f->kind == SPEC__INT3 || f->kind == SPEC__ENUM) continue;
     const char *p = (const char *)net + f->off;
     double v = f->kind == SPEC__DBL ? *(const double *)p : *(const int *)p;
     if (spec__check_range(f, v, o, "network.", err)) return err->code;
   }
 
   int g = c->gpus, gpn = c->gpus_per_node, dom = nv->domain_gpus;
-  if (dom > 1 && dom % gpn && gpn % dom)
+  if (nv->domain_gpus_hw) {
+    if (partition_check(c, o, err)) return err->code;
+  } else if (dom > 1 && dom % gpn && gpn % dom) {
     return pp_err_set(err, PP_INPUT,
                       "%s: nvlink.domain_gpus: %d is neither a divisor nor a multiple of "
                       "gpus_per_node %d",
                       o, dom, gpn);
+  }
   if (g < gpn) {
     if (gpn % g)
       return pp_err_set(err, PP_INPUT,
@@ -226,9 +299,11 @@ static int cluster_check(const spec_cluster *c, const char *o, pp_err *err) {
   }
   if (dom > gpn && g > dom && g % dom)
     return pp_err_set(err, PP_INPUT,
-                      "%s: gpus: %d GPUs exceed one NVLink domain of %d; beyond one domain the "
-                      "count must be a multiple of %d (whole domains joined by the network)",
-                      o, g, dom, dom);
+                      "%s: %s: %d GPUs exceed one NVLink domain%s of %d; beyond one the count "
+                      "must be a multiple of %d (whole %ss joined by the network)",
+                      o, nv->domain_gpus_hw ? "nvlink.domain_gpus_used" : "gpus", g,
+                      nv->domain_gpus_hw ? " partition" : "", dom, dom,
+                      nv->domain_gpus_hw ? "partition" : "domain");
   int domains = spec_cluster_domains(c);
   if (net->kind == SPEC_NET_NONE && domains > 1)
     return pp_err_set(err, PP_INPUT,
@@ -269,6 +344,7 @@ static int cluster_size(spec_cluster *c, int gpus, const char *o, pp_err *err) {
   if (gpus < 1 || gpus > SPEC_MAX_GPUS)
     return pp_err_set(err, PP_INPUT, "%s: gpus: must be 1..%d, got %d", o, SPEC_MAX_GPUS, gpus);
   c->gpus = gpus;
+  partition_resolve(c);
   if (c->network.kind == SPEC_NET_TORUS && torus_shape(gpus, c->network.dims))
     return pp_err_set(err, PP_INPUT,
                       "%s: gpus: %d chips form no torus slice (1..32 as a power of two, or "
@@ -281,11 +357,38 @@ int spec_cluster_resize(spec_cluster *c, int gpus, pp_err *err) {
   return cluster_size(c, gpus, c->name, err);
 }
 
+/* The figures a spec left out that have defaults (spec_def bits), from the fields of the
+ * nvlink and network objects it gave (bit per field). */
+static unsigned missing_figures(const spec_cluster *c, uint32_t nv_seen, uint32_t net_seen) {
+  static const struct {
+    int nvlink;      /* 1: an nvlink field, 0: a network field */
+    int field;       /* its index in the table */
+    spec_def def;
+    unsigned applies; /* network kinds it applies to (nvlink: multi-GPU domains) */
+  } figs[] = {
+      {1, NVF_LATENCY, SPEC_DEF_NVL_LATENCY, 0},  {1, NVF_INR, SPEC_DEF_NVL_INR, 0},
+      {1, NVF_TAPER, SPEC_DEF_NVL_TAPER, 0},
+      {0, NETF_NIC_GBPS, SPEC_DEF_NET_NIC_GBPS, NET_FT},
+      {0, NETF_LATENCY, SPEC_DEF_NET_LATENCY, NET_FT | NET_TORUS},
+      {0, NETF_RADIX, SPEC_DEF_NET_RADIX, NET_FT}, {0, NETF_INR, SPEC_DEF_NET_INR, NET_FT},
+      {0, NETF_OVERSUB, SPEC_DEF_NET_OVERSUB, NET_FT}, {0, NETF_RAIL, SPEC_DEF_NET_RAIL, NET_FT},
+  };
+  unsigned missing = 0, kind = 1u << c->network.kind;
+  for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
+    if (figs[i].nvlink ? c->nvlink.domain_gpus <= 1 : !(figs[i].applies & kind)) continue;
+    /* the taper only applies to a domain larger than a node */
+    if (figs[i].def == SPEC_DEF_NVL_TAPER && c->nvlink.domain_gpus <= c->gpus_per_node) continue;
+    if (!((figs[i].nvlink ? nv_seen : net_seen) & (1u << figs[i].field)))
+      missing |= 1u << figs[i].def;
+  }
+  return missing;
+}
+
 static int cluster_from_json(const json_t *j, const char *o, int gpus, spec_cluster *out,
                              pp_err *err) {
   spec_cluster c;
   memset(&c, 0, sizeof c);
-  uint32_t seen = 0;
+  uint32_t seen = 0, nv_seen = 0, net_seen = 0;
   if (spec__read(j, cluster_fields, NCL, &c, 0, o, "", &seen, err)) return err->code;
   if (spec__gpu_from_json(spec__get(j, "gpu"), o, "gpu", &c.gpu, err)) return err->code;
 
@@ -298,7 +401,7 @@ static int cluster_from_json(const json_t *j, const char *o, int gpus, spec_clus
     if (d && !json_is_integer(d))
       return pp_err_set(err, PP_INPUT, "%s: nvlink.domain_gpus: must be an integer", o);
     unsigned var = json_is_integer(d) && json_integer_value(d) > 1 ? NV_MULTI : 0;
-    if (spec__read(nv, nvlink_fields, NNV, &c.nvlink, var, o, "nvlink.", NULL, err))
+    if (spec__read(nv, nvlink_fields, NNV, &c.nvlink, var, o, "nvlink.", &nv_seen, err))
       return err->code;
   }
   const json_t *net = spec__get(j, "network");
@@ -313,17 +416,18 @@ static int cluster_from_json(const json_t *j, const char *o, int gpus, spec_clus
     if (json_is_object(net) && !var)
       return pp_err_set(err, PP_INPUT, "%s: network.kind: must be one of none, fat-tree, torus",
                         o);
-    if (spec__read(net, net_fields, NNET, &c.network, var, o, "network.", NULL, err))
+    if (spec__read(net, net_fields, NNET, &c.network, var, o, "network.", &net_seen, err))
       return err->code;
   }
-  if (gpus > 0) {
-    if (cluster_size(&c, gpus, o, err)) return err->code;
-  } else if (!(seen & (1u << 2))) {
+  if (gpus <= 0 && !(seen & (1u << 2)))
     return pp_err_set(err, PP_INPUT, "%s: gpus: missing (give it in the spec or with --gpus)", o);
-  } else if (c.network.kind == SPEC_NET_TORUS && !c.network.dims[0]) {
-    if (cluster_size(&c, c.gpus, o, err)) return err->code;
-  } else if (cluster_check(&c, o, err)) {
+  if (spec__cluster_fill_defaults(&c, missing_figures(&c, nv_seen, net_seen), o, err))
     return err->code;
+  if (gpus > 0 || (c.network.kind == SPEC_NET_TORUS && !c.network.dims[0])) {
+    if (cluster_size(&c, gpus > 0 ? gpus : c.gpus, o, err)) return err->code;
+  } else {
+    partition_resolve(&c);
+    if (cluster_check(&c, o, err)) return err->code;
   }
   *out = c;
   return PP_OK;
@@ -365,9 +469,15 @@ char *spec_cluster_json(const spec_cluster *c) {
   spec__emit(o, cluster_fields, NCL, c, 0);
   spec__gpu_emit(g, &c->gpu);
   json_object_set_new(o, "gpu", g);
-  spec__emit(nv, nvlink_fields, NNV, &c->nvlink, c->nvlink.domain_gpus > 1 ? NV_MULTI : 0);
+  /* JSON domain_gpus is the physical domain, domain_gpus_used the partition (when one) */
+  spec_nvlink v = c->nvlink;
+  v.domain_gpus = spec_cluster_domain_hw(c);
+  v.partition_gpus = c->nvlink.domain_gpus_hw ? c->nvlink.domain_gpus : 0;
+  spec__emit(nv, nvlink_fields, NNV, &v, v.domain_gpus > 1 ? NV_MULTI : 0);
+  if (!v.partition_gpus) json_object_del(nv, "domain_gpus_used");
   json_object_set_new(o, "nvlink", nv);
   spec__emit(net, net_fields, NNET, &c->network, 1u << c->network.kind);
+  if (c->network.nic == SPEC_NIC_AUTO) json_object_del(net, "nic");
   json_object_set_new(o, "network", net);
   char *s = spec__dump(o);
   json_decref(o);

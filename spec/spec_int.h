@@ -75,6 +75,12 @@ int spec__gpu_from_json(const json_t *j, const char *origin, const char *path, s
                         pp_err *err);
 void spec__gpu_emit(json_t *obj, const spec_gpu *g);
 
+/* Fills the cluster figures a spec left out (bit 1u << spec_def of `missing` per figure) from
+ * the GPU's and the NIC's generation (spec_defaults.c) and records them in c->defaulted;
+ * `o` names the spec in messages. */
+int spec__cluster_fill_defaults(spec_cluster *c, unsigned missing, const char *o, pp_err *err);
+
+extern const char *const spec__nic_names[];
 extern const char *const spec__ffn_names[];
 extern const char *const spec__dtype_names[];
 extern const char *const spec__net_names[];

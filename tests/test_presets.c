@@ -106,11 +106,13 @@ static const size_case sizes[] = {
     {"h100-nvl256", 64, 1, 8, 1},
     {"h100-nvl256", 256, 1, 32, 1},
     {"h100-nvl256", 1024, 1, 128, 4},
-    {"h100-nvl256", 384, 0, 0, 0, {0}, "beyond one domain the count must be a multiple of 256"},
+    {"h100-nvl256", 384, 1, 48, 2},     /* two 192-GPU partitions of the 256-GPU domains */
     {"gb200-nvl72", 2, 1, 1, 1},
     {"gb200-nvl72", 72, 1, 18, 1},
     {"gb200-nvl72", 576, 1, 144, 8},
-    {"gb200-nvl72", 100, 0, 0, 0, {0}, "beyond one domain the count must be a multiple of 72"},
+    {"gb200-nvl72", 100, 1, 25, 5},     /* five 20-GPU partitions */
+    {"gb200-nvl72", 128, 1, 32, 2},     /* 64-GPU partitions (16 of 18 trays) */
+    {"gb200-nvl72", 512, 1, 128, 8},
     {"gb200-nvl72", 70, 0, 0, 0, {0}, "70 is not a multiple of gpus_per_node 4"},
     {"tpu-v4-torus", 4, 1, 1, 4, {1, 2, 2}},
     {"tpu-v4-torus", 32, 1, 8, 32, {2, 4, 4}},
@@ -162,7 +164,9 @@ static void clusters(void) {
   pp_err err = {0};
   CHECK_EQ(spec_cluster_load("h100-nvl256", 512, &c, &err), PP_OK);
   CHECK_EQ(c.gpus, 512);
-  CHECK_EQ(spec_cluster_load("h100-nvl256", 384, &c, &err), PP_INPUT);
+  CHECK_EQ(spec_cluster_load("h100-nvl256", 384, &c, &err), PP_OK);
+  CHECK_EQ(c.nvlink.domain_gpus, 192);
+  CHECK_EQ(c.nvlink.domain_gpus_hw, 256);
 }
 
 static void hash(void) {

@@ -53,17 +53,40 @@ typedef struct spec_gpu {
 
 typedef enum { SPEC_NET_NONE, SPEC_NET_FAT_TREE, SPEC_NET_TORUS } spec_net_kind;
 
+/* NVLink domains and partitions. A job may use only part of each NVLink domain (e.g. 64 GPUs,
+ * 16 of the 18 compute trays of a GB200 NVL72 rack, the others idle or spare). The job's effective NVLink domain is then the partition: domain_gpus
+ * holds it, and every model (placement, collectives, the simulator's platform, the searches)
+ * reads domain_gpus alone. In JSON, nvlink.domain_gpus is the physical domain and
+ * nvlink.domain_gpus_used the partition. */
 typedef struct spec_nvlink {
-  int domain_gpus;       /* GPUs in one NVLink domain; 1 = no NVLink */
+  int domain_gpus;       /* GPUs of one NVLink domain the job uses (the partition when the
+                            domain is partitioned); 1 = no NVLink */
+  int domain_gpus_hw;    /* GPUs the physical domain has when partitioned (> domain_gpus);
+                            0 = not partitioned (domain_gpus is the whole domain) */
+  int partition_gpus;    /* the partition the spec asked for (nvlink.domain_gpus_used); 0 =
+                            derived from the job's size (spec_cluster_resize) */
   double gbps_per_gpu;   /* GB/s per direction from each GPU into the domain's switches */
   double latency_us;     /* one hop GPU -> switch -> GPU */
   double taper;          /* in-node / above-node bandwidth ratio inside a multi-node domain */
   int in_network_reduce; /* NVLink SHARP (NVLS) in the switches */
 } spec_nvlink;
 
+/* Scale-out NIC generations with listed defaults (network.nic); SPEC_NIC_AUTO ("auto", the
+ * default): the InfiniBand generation of nic_gbps (200 HDR, 400 NDR, 800 XDR), if any. */
+typedef enum {
+  SPEC_NIC_AUTO,     /* not named: inferred from nic_gbps */
+  SPEC_NIC_HDR,      /* InfiniBand HDR, 200 Gbit/s */
+  SPEC_NIC_NDR,      /* InfiniBand NDR, 400 Gbit/s */
+  SPEC_NIC_XDR,      /* InfiniBand XDR, 800 Gbit/s */
+  SPEC_NIC_ROCE400,  /* RoCE over 400 GbE */
+  SPEC_NNICS
+} spec_nic;
+
 typedef struct spec_network {
   spec_net_kind kind;      /* none: a single NVLink domain; fat-tree; torus */
   /* fat-tree */
+  spec_nic nic;            /* NIC generation as the spec named it; AUTO: inferred from
+                              nic_gbps where one InfiniBand generation runs at that speed */
   int rail_optimized;      /* NIC i of every node on rail i (its own leaf switches) */
   double nic_gbps;         /* Gbit/s per NIC, per direction */
   int nics_per_node;       /* compute NICs per node */
@@ -78,6 +101,22 @@ typedef struct spec_network {
   double latency_us;       /* one hop between nodes (fat-tree: NIC to NIC) */
 } spec_network;
 
+/* Figures a cluster spec may leave out. Each is filled from the GPU's generation (NVLink) or
+ * the NIC's generation (network), or is a fixed assumption (taper, oversubscription, rails);
+ * spec_cluster_defaults() says which were and where each value comes from. */
+typedef enum {
+  SPEC_DEF_NVL_LATENCY,  /* nvlink.latency_us: GPU generation (no default: error) */
+  SPEC_DEF_NVL_INR,      /* nvlink.in_network_reduce: GPU generation (NVLS), else false */
+  SPEC_DEF_NVL_TAPER,    /* nvlink.taper: 1 */
+  SPEC_DEF_NET_NIC_GBPS, /* network.nic_gbps: from network.nic */
+  SPEC_DEF_NET_LATENCY,  /* network.latency_us: NIC generation (no default: error) */
+  SPEC_DEF_NET_RADIX,    /* network.switch_radix: NIC generation, else 64 */
+  SPEC_DEF_NET_INR,      /* network.in_network_reduce: NIC generation (SHARP), else false */
+  SPEC_DEF_NET_OVERSUB,  /* network.oversubscription: 1 */
+  SPEC_DEF_NET_RAIL,     /* network.rail_optimized: false */
+  SPEC_NDEFS
+} spec_def;
+
 typedef struct spec_cluster {
   char name[SPEC_NAME_MAX];
   spec_gpu gpu;
@@ -85,7 +124,22 @@ typedef struct spec_cluster {
   int gpus_per_node;
   spec_nvlink nvlink;
   spec_network network;
+  unsigned defaulted;      /* bit (1u << spec_def) per figure filled by a default when the
+                              spec was read; not part of the canonical JSON, which carries the
+                              figures themselves */
 } spec_cluster;
+
+/* One defaulted figure, for printing. */
+typedef struct spec_default_info {
+  const char *field;      /* "nvlink.latency_us" */
+  double value;           /* the value used (booleans 0/1) */
+  int boolean;            /* 1: the field is true/false */
+  int integer;            /* 1: the field is an integer */
+  const char *from;       /* the generation it comes from ("h100-sxm: Hopper, NVLink4, NVSwitch
+                             gen3"), or "assumed" */
+  const char *source;     /* the public source of the figure */
+  int inferred;           /* 1: the NIC generation was inferred from network.nic_gbps */
+} spec_default_info;
 
 /* ---- plan ----------------------------------------------------------------------------- */
 
@@ -142,7 +196,8 @@ const char *spec_cluster_preset_source(size_t i);
  * keys, wrong types and out-of-range values are rejected (PP_INPUT / PP_NOTFOUND). */
 int spec_model_load(const char *arg, spec_model *out, pp_err *err);
 int spec_gpu_load(const char *arg, spec_gpu *out, pp_err *err);
-/* gpus > 0 resizes the cluster (as --gpus N does); 0 keeps the spec's own size. */
+/* gpus > 0 resizes the cluster (as --gpus N does); 0 keeps the spec's own size. Figures a
+ * JSON spec leaves out are filled from the GPU and NIC generation (spec_cluster_defaults). */
 int spec_cluster_load(const char *arg, int gpus, spec_cluster *out, pp_err *err);
 /* Parses JSON text of `len` bytes; `origin` names it in messages. */
 int spec_model_parse(const char *text, size_t len, const char *origin, spec_model *out,
@@ -155,7 +210,8 @@ int spec_model_validate(const spec_model *m, pp_err *err);
 int spec_gpu_validate(const spec_gpu *g, pp_err *err);
 /* Checks the cluster's fabric at its size (node, NVLink-domain and switch granularity). */
 int spec_cluster_validate(const spec_cluster *c, pp_err *err);
-/* Sets the cluster's GPU count (re-deriving a torus shape) and validates it. */
+/* Sets the cluster's GPU count (re-deriving a torus shape, and the NVLink partition unless
+ * the spec named one) and validates it. */
 int spec_cluster_resize(spec_cluster *c, int gpus, pp_err *err);
 /* Checks a model can be trained on a cluster's GPUs at all (e.g. fp8 needs fp8 tensor cores). */
 int spec_pair_validate(const spec_model *m, const spec_cluster *c, pp_err *err);
@@ -168,6 +224,16 @@ double spec_model_active_params(const spec_model *m);
 /* Nodes and NVLink domains the cluster has at its size. */
 int spec_cluster_nodes(const spec_cluster *c);
 int spec_cluster_domains(const spec_cluster *c);
+/* GPUs the physical NVLink domain has (== nvlink.domain_gpus unless partitioned). */
+int spec_cluster_domain_hw(const spec_cluster *c);
+/* When the job uses a partition of each NVLink domain: a one-line description ("64 of the 72
+ * GPUs of each NVLink domain (2 partitions; derived: ...)") in buf, and 1; else 0. */
+int spec_cluster_partition_text(const spec_cluster *c, char *buf, size_t n);
+/* The figures of c that were filled by defaults when it was read: up to n of them into out;
+ * returns how many there are. */
+int spec_cluster_defaults(const spec_cluster *c, spec_default_info *out, int n);
+/* The NIC generation names ("auto", "hdr", "ndr", "xdr", "roce-400g"), index = spec_nic. */
+const char *spec_nic_name(spec_nic k);
 
 /* ---- canonical JSON and hash ------------------------------------------------------------
  * Canonical JSON: every field with defaults filled in, keys sorted, no spaces. The hash is
