@@ -131,7 +131,8 @@ static void nccl_across_nodes(void) {
    * sends 1.5 buffers, so busbw = 2(n-1)/n * 192 / 1.5 (nccl#1801 measured 234.4) */
   const char *nvl4 =
       "{\"name\":\"nvl4x3\",\"gpu\":\"gb200\",\"gpus\":12,\"gpus_per_node\":4,"
-      "\"nvlink\":{\"domain_gpus\":4,\"gbps_per_gpu\":900,\"latency_us\":0.6},"
+      "\"nvlink\":{\"domain_gpus\":4,\"gbps_per_gpu\":900,\"latency_us\":0.6,"
+      "\"in_network_reduce\":false},"
       "\"network\":{\"kind\":\"fat-tree\",\"nic_gbps\":400,\"nics_per_node\":4,"
       "\"latency_us\":2.7,\"switch_radix\":64}}";
   CHECK_NEAR(busbw(nvl4, 12, CM_ALL_REDUCE, CM_ALGO_TREE, S, NULL), 2 * 11.0 / 12 * 192 / 1.5,
