@@ -51,6 +51,13 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->tp_comm_overlap = 0;
   p->pp_scatter_gather = 1;
   p->pp_p2p_per_mb = 2;
+  /* ZeRO-3: DeepSpeed v0.3.13-v0.3.16 defaults (deepspeed/runtime/zero/constants.py) */
+  p->z3_persist_numel = 1e5;
+  p->z3_prefetch_numel = 5e7;
+  p->z3_live_numel = 1e9;
+  p->z3_reuse_numel = 1e9;
+  p->z3_bucket_numel = 5e8;
+  p->z3_grad_allreduce = 1;
 }
 
 const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
@@ -223,6 +230,7 @@ typedef struct rank_cost {
   double act_bytes;            /* activations of one microbatch over all its layers */
   double other_bytes;          /* working set, logits, embedding output */
   double zero3_gather;         /* ZeRO-3: parameters of one layer gathered at a time */
+  int layers;                  /* transformer layers on the rank (ZeRO-3's module sequence) */
   const cm_stage_coef *co;     /* its configuration's coefficients (degrees, DP placement) */
 } rank_cost;
 
@@ -245,6 +253,7 @@ static void coef_from(const cm_model *cm, const cm__cfg *g, const cm__layer_entr
   s->act_bytes = L->act_bytes;
   s->work_bytes = L->work_bytes;
   s->zero3_gather_bytes = (s->params + s->expert_params) * cm->act_bytes;
+  s->recomp_s = L->recomp_s + L->tp_recomp_s + L->ep_recomp_s;
   s->embed_comp_s = e->emb_f + e->emb_b;
   s->embed_bwd_s = e->emb_b;
   s->embed_params = cm->embed_params / g->tp;
@@ -272,6 +281,7 @@ static void add_chunk(const cm_model *cm, const cm_stage_coef *s, int layers, in
   r->act_bytes += n * s->act_bytes;
   if (s->work_bytes > r->other_bytes) r->other_bytes = s->work_bytes;
   r->zero3_gather = s->zero3_gather_bytes;
+  r->layers += layers;
   if (embed) {
     r->comp += s->embed_comp_s;
     r->bwd += s->embed_bwd_s;
@@ -359,14 +369,173 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
                    mem->activations_gib + mem->other_gib + mem->overhead_gib;
 }
 
-/* ZeRO-3 gathers parameters for every forward and backward and reduce-scatters gradients
- * every microbatch; what the compute of the microbatch does not hide is exposed. */
+/* ---- ZeRO-3 as DeepSpeed runs it -------------------------------------------------------------
+ * DeepSpeed v0.3.13-v0.3.16 (spring 2021; deepspeed/runtime/zero/stage3.py and
+ * partition_parameters.py): hooks on every module gather that module's parameters, one
+ * all-gather per parameter, before its forward, again before its recomputed forward and before
+ * its backward (unless its reuse distance keeps it); at each module the fetch waits for every
+ * stream (torch.cuda.synchronize), then prefetches the next parameters of the step's trace, up
+ * to stage3_prefetch_bucket_size elements and only while fewer than stage3_max_live_parameters
+ * are gathered. So a prefetched gather overlaps one module's compute and no more, a gather that
+ * was not prefetched waits in full, and collectives of one group run one after another on
+ * ProcessGroupNCCL's stream. Each all-gather writes into a list of n views (PyTorch then copies
+ * the flat result out, one copy per rank) into a freshly zeroed buffer. Gradients go to buckets
+ * of reduce_bucket_size elements reduced (all-reduced when contiguous_gradients is off, the
+ * ZeRO-3 default then) when the next gradient would overflow; the last bucket is reduced after
+ * the backward. Every microbatch repeats all of it. */
+
+#define Z3_UNITS 6
+
+/* The parameters gathered for one layer, in forward order, per rank. */
+typedef struct z3_unit {
+  double numel;    /* elements of one parameter */
+  int count;       /* parameters of this shape (local experts), gathered one after another */
+  double share;    /* its part of the layer's compute */
+  double gather_s; /* the all-gathers of all `count` of them */
+} z3_unit;
+
+typedef struct z3_step {
+  const cm_model *cm;
+  const cm_stage_coef *co;
+  z3_unit u[Z3_UNITS];
+  int nu, rc;        /* units per layer; 1 under full recompute */
+  long per_layer_bwd; /* backward modules per layer (recomputed forward included) */
+  long total;        /* modules of one microbatch */
+  int layers;
+  double fwd_s, recomp_s, bwd_s; /* one layer's passes */
+} z3_step;
+
+/* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it. */
+static double z3_gather_time(const cm_model *cm, double numel, const cm_place *pl) {
+  if (pl->ranks <= 1) return 0;
+  double S = numel * cm->act_bytes;
+  return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL) + pl->ranks * cm->p.kernel_us * 1e-6 +
+         cm__mem_time(cm, 3 * S); /* zeroed output; per-rank copies out of the flat buffer */
+}
+
+/* One gradient bucket of `numel` elements: flattened, scaled, reduced, copied back. */
+static double z3_reduce_time(const cm_model *cm, double numel, const cm_place *pl) {
+  if (pl->ranks <= 1 || numel <= 0) return 0;
+  double S = numel * cm->p.grad_comm_bytes;
+  int ar = cm->p.z3_grad_allreduce;
+  return cm_coll_best(cm, ar ? CM_ALL_REDUCE : CM_REDUCE_SCATTER, S, pl, NULL) +
+         cm__mem_time(cm, (ar ? 6 : 4) * S);
+}
+
+/* Megatron's layer: QKV, projection, fc1 (gate and up fused under SwiGLU), fc2; MoE: the
+ * router and each local expert's fc1 and fc2, weighted by the tokens they see. */
+static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
+  const spec_model *m = &cm->m;
+  double tp = s->cfg.tp, h = m->hidden, f = m->ffn_hidden, dh = cm->dh;
+  double up = m->ffn == SPEC_FFN_SWIGLU ? 2 : 1;
+  int n = 0;
+  u[n++] = (z3_unit){h * (m->heads + 2.0 * m->kv_heads) * dh / tp, 1, 1, 0};
+  u[n++] = (z3_unit){m->heads * dh * h / tp, 1, 1, 0};
+  if (m->experts) {
+    int local = m->experts / s->cfg.ep;
+    double w = (double)m->top_k * s->cfg.ep / m->experts;
+    u[n++] = (z3_unit){h * m->experts, 1, 1, 0};
+    u[n++] = (z3_unit){up * h * f / tp, local, w, 0};
+    u[n++] = (z3_unit){h * f / tp, local, w, 0};
+  } else {
+    u[n++] = (z3_unit){up * h * f / tp, 1, 1, 0};
+    u[n++] = (z3_unit){h * f / tp, 1, 1, 0};
+  }
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += u[i].numel * u[i].count * u[i].share;
+  for (int i = 0; i < n; i++) {
+    u[i].share = u[i].numel * u[i].count * u[i].share / sum;
+    const cm_place *pl = m->experts && i >= 3 ? &s->edp_pl : &s->dp_pl;
+    u[i].gather_s = u[i].numel < cm->p.z3_persist_numel
+                        ? 0
+                        : u[i].count * z3_gather_time(cm, u[i].numel, pl);
+  }
+  return n;
+}
+
+/* Module t of a microbatch's trace: its phase (0 forward, 1 recomputed forward, 2 backward)
+ * and unit. */
+static void z3_module(const z3_step *z, long t, int *phase, int *unit) {
+  long fwd = (long)z->layers * z->nu;
+  if (t < fwd) {
+    *phase = 0, *unit = (int)(t % z->nu);
+    return;
+  }
+  long k = (t - fwd) % z->per_layer_bwd;
+  if (z->rc && k < z->nu) {
+    *phase = 1, *unit = (int)k;
+    return;
+  }
+  *phase = 2, *unit = z->nu - 1 - (int)(k - (z->rc ? z->nu : 0));
+}
+
+/* Under full recompute a unit stays gathered from its recomputed forward to its backward when
+ * the parameters used in between (the later units, recomputed then back-propagated) are
+ * fewer than stage3_max_reuse_distance. */
+static int z3_kept(const z3_step *z, int unit) {
+  if (!z->rc) return 0;
+  double between = 0;
+  for (int k = unit + 1; k < z->nu; k++) between += 2 * z->u[k].numel * z->u[k].count;
+  return between < z->cm->p.z3_reuse_numel;
+}
+
+static double z3_need(const z3_step *z, long t) {
+  int ph, un;
+  z3_module(z, t, &ph, &un);
+  return ph == 2 && z3_kept(z, un) ? 0 : z->u[un].gather_s;
+}
+
+/* Seconds of ZeRO-3 communication one microbatch exposes on a rank: the module windows the
+ * gathers and gradient reductions lengthen beyond their compute, the gathers nobody
+ * prefetched, and the last gradient bucket. */
 static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
-  const cm_place *pl = &r->co->dp_pl;
-  double n = r->params + r->expert_params;
-  double c3 = 2 * cm_coll_best(cm, CM_ALL_GATHER, n * cm->act_bytes, pl, NULL) +
-              cm_coll_best(cm, CM_REDUCE_SCATTER, n * cm->p.grad_comm_bytes, pl, NULL);
-  return fmax(0, c3 - r->comp);
+  const cm_stage_coef *co = r->co;
+  const cm_params *p = &cm->p;
+  if (r->layers <= 0 || co->cfg.dp * co->cfg.cp <= 1) return 0;
+  z3_step z = {.cm = cm, .co = co, .layers = r->layers};
+  z.nu = z3_units(cm, co, z.u);
+  z.rc = co->cfg.recompute == SPEC_RECOMPUTE_FULL;
+  z.per_layer_bwd = (long)z.nu * (z.rc ? 2 : 1);
+  z.total = (long)z.layers * (z.nu + z.per_layer_bwd);
+  double layer_total = co->comp_s + co->tp_s + co->cp_s + co->ep_s;
+  z.recomp_s = z.rc ? co->recomp_s : 0;
+  z.bwd_s = co->bwd_s - z.recomp_s;
+  z.fwd_s = layer_total - co->bwd_s;
+  double exposed = 0, bucket = 0, kept_live = 0;
+  long pf = 0; /* the next module whose gather has not been issued */
+  for (long t = 0; t < z.total; t++) {
+    int ph, un;
+    z3_module(&z, t, &ph, &un);
+    const z3_unit *u = &z.u[un];
+    double need = z3_need(&z, t), numel = u->numel * u->count;
+    if (pf <= t) {
+      exposed += need; /* not prefetched: the fetch waits for it */
+      pf = t + 1;
+    }
+    int kept = ph != 0 && z3_kept(&z, un);
+    if (ph == 2 && kept) kept_live -= numel;
+    double live = kept_live + (u->gather_s > 0 ? numel : 0), q = 0;
+    if (live < p->z3_live_numel)
+      for (double acc = 0; pf < z.total && acc < p->z3_prefetch_numel; pf++) {
+        double g = z3_need(&z, pf);
+        if (g <= 0) continue;
+        int ph2, un2;
+        z3_module(&z, pf, &ph2, &un2);
+        q += g;
+        acc += z.u[un2].numel * z.u[un2].count;
+      }
+    double c = u->share * (ph == 0 ? z.fwd_s : ph == 1 ? z.recomp_s : z.bwd_s);
+    if (ph == 2) {
+      if (bucket > 0 && bucket + numel > p->z3_bucket_numel) {
+        q += z3_reduce_time(cm, bucket, &co->dp_pl);
+        bucket = 0;
+      }
+      bucket += numel;
+    }
+    if (ph == 1 && kept) kept_live += numel;
+    exposed += fmax(0, q - c);
+  }
+  return exposed + z3_reduce_time(cm, bucket, &co->dp_pl);
 }
 
 int cm_stage_coef_get(cm_model *cm, const cm_stage_cfg *g, const int *gpus, int n,

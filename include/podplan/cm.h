@@ -100,6 +100,17 @@ typedef struct cm_params {
   int pp_p2p_per_mb;         /* transfers per microbatch on a stage's critical path: 2 when
                                 send and receive are combined (Megatron), 4 when each is a
                                 separate blocking call (DeepSpeed's 2021 pipeline engine) */
+  /* ZeRO-3 as DeepSpeed runs it: one all-gather per parameter, per module (defaults of
+   * DeepSpeed v0.3.13-v0.3.16, deepspeed/runtime/zero/constants.py, spring 2021) */
+  double z3_persist_numel;   /* stage3_param_persistence_threshold: smaller ones stay whole */
+  double z3_prefetch_numel;  /* stage3_prefetch_bucket_size: elements prefetched ahead */
+  double z3_live_numel;      /* stage3_max_live_parameters: no prefetch while this many are
+                                gathered */
+  double z3_reuse_numel;     /* stage3_max_reuse_distance: a parameter reused within this
+                                many elements stays gathered */
+  double z3_bucket_numel;    /* reduce_bucket_size: gradient elements per reduction */
+  int z3_grad_allreduce;     /* 1: gradient buckets all-reduced (contiguous_gradients off, the
+                                ZeRO-3 default of 2021); 0: reduce-scattered */
 } cm_params;
 
 /* Defaults from published figures and measurements (benchmarks/data, docs/models.md), the
@@ -207,6 +218,7 @@ typedef struct cm_stage_coef {
   double act_bytes;                /* activations kept for the backward */
   double work_bytes;               /* transient working set (not multiplied by layers) */
   double zero3_gather_bytes;       /* ZeRO-3: one layer's parameters gathered at a time */
+  double recomp_s;                 /* recomputed forward (+ its TP/EP) inside bwd_s */
   /* the first stage's embedding and the last stage's final norm, LM head and loss */
   double embed_comp_s, embed_bwd_s, embed_params, embed_mem_bytes;
   double head_comp_s, head_bwd_s, head_params, head_mem_bytes;
