@@ -391,7 +391,8 @@ typedef struct z3_unit {
   double numel;    /* elements of one parameter */
   int count;       /* parameters of this shape (local experts), gathered one after another */
   double share;    /* its part of the layer's compute */
-  double gather_s; /* the all-gathers of all `count` of them */
+  double gather_s; /* the all-gathers of all `count` of them, on the stream */
+  double host_s;   /* launching them: one copy per rank, after the device-wide sync */
 } z3_unit;
 
 typedef struct z3_step {
@@ -405,12 +406,14 @@ typedef struct z3_step {
   double fwd_s, recomp_s, bwd_s; /* one layer's passes */
 } z3_step;
 
-/* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it. */
+/* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it, on the stream: the
+ * collective, a zeroed output, and PyTorch's copy of each rank's part out of its flat buffer
+ * (one kernel per rank). */
 static double z3_gather_time(const cm_model *cm, double numel, const cm_place *pl) {
   if (pl->ranks <= 1) return 0;
   double S = numel * cm->act_bytes;
   return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL) + pl->ranks * cm->p.kernel_us * 1e-6 +
-         cm__mem_time(cm, 3 * S); /* zeroed output; per-rank copies out of the flat buffer */
+         cm__mem_time(cm, 3 * S);
 }
 
 /* One gradient bucket of `numel` elements: flattened, scaled, reduced, copied back. */
@@ -429,26 +432,26 @@ static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
   double tp = s->cfg.tp, h = m->hidden, f = m->ffn_hidden, dh = cm->dh;
   double up = m->ffn == SPEC_FFN_SWIGLU ? 2 : 1;
   int n = 0;
-  u[n++] = (z3_unit){h * (m->heads + 2.0 * m->kv_heads) * dh / tp, 1, 1, 0};
-  u[n++] = (z3_unit){m->heads * dh * h / tp, 1, 1, 0};
+  u[n++] = (z3_unit){h * (m->heads + 2.0 * m->kv_heads) * dh / tp, 1, 1, 0, 0};
+  u[n++] = (z3_unit){m->heads * dh * h / tp, 1, 1, 0, 0};
   if (m->experts) {
     int local = m->experts / s->cfg.ep;
     double w = (double)m->top_k * s->cfg.ep / m->experts;
-    u[n++] = (z3_unit){h * m->experts, 1, 1, 0};
-    u[n++] = (z3_unit){up * h * f / tp, local, w, 0};
-    u[n++] = (z3_unit){h * f / tp, local, w, 0};
+    u[n++] = (z3_unit){h * m->experts, 1, 1, 0, 0};
+    u[n++] = (z3_unit){up * h * f / tp, local, w, 0, 0};
+    u[n++] = (z3_unit){h * f / tp, local, w, 0, 0};
   } else {
-    u[n++] = (z3_unit){up * h * f / tp, 1, 1, 0};
-    u[n++] = (z3_unit){h * f / tp, 1, 1, 0};
+    u[n++] = (z3_unit){up * h * f / tp, 1, 1, 0, 0};
+    u[n++] = (z3_unit){h * f / tp, 1, 1, 0, 0};
   }
   double sum = 0;
   for (int i = 0; i < n; i++) sum += u[i].numel * u[i].count * u[i].share;
   for (int i = 0; i < n; i++) {
     u[i].share = u[i].numel * u[i].count * u[i].share / sum;
     const cm_place *pl = m->experts && i >= 3 ? &s->edp_pl : &s->dp_pl;
-    u[i].gather_s = u[i].numel < cm->p.z3_persist_numel
-                        ? 0
-                        : u[i].count * z3_gather_time(cm, u[i].numel, pl);
+    if (u[i].numel < cm->p.z3_persist_numel || pl->ranks <= 1) continue;
+    u[i].gather_s = u[i].count * z3_gather_time(cm, u[i].numel, pl);
+    u[i].host_s = u[i].count * pl->ranks * cm->p.kernel_us * 1e-6;
   }
   return n;
 }
@@ -479,15 +482,19 @@ static int z3_kept(const z3_step *z, int unit) {
   return between < z->cm->p.z3_reuse_numel;
 }
 
-static double z3_need(const z3_step *z, long t) {
+/* The unit module t gathers, or NULL when its parameters are already there. */
+static const z3_unit *z3_need(const z3_step *z, long t) {
   int ph, un;
   z3_module(z, t, &ph, &un);
-  return ph == 2 && z3_kept(z, un) ? 0 : z->u[un].gather_s;
+  return z->u[un].gather_s <= 0 || (ph == 2 && z3_kept(z, un)) ? NULL : &z->u[un];
 }
 
-/* Seconds of ZeRO-3 communication one microbatch exposes on a rank: the module windows the
- * gathers and gradient reductions lengthen beyond their compute, the gathers nobody
- * prefetched, and the last gradient bucket. */
+/* Seconds of ZeRO-3 communication one microbatch exposes on a rank. Each module's window is
+ * the host launching the gathers it prefetches (each launch synchronises the device, so all
+ * but the last are waited for), then the longer of its compute and, on the stream, the last
+ * gather and the gradient bucket its backward hook reduces (the next module's fetch
+ * synchronises the device); a gather nobody prefetched is waited for in full, and the last
+ * bucket is reduced after the backward. */
 static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
   const cm_stage_coef *co = r->co;
   const cm_params *p = &cm->p;
@@ -507,27 +514,27 @@ static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
     int ph, un;
     z3_module(&z, t, &ph, &un);
     const z3_unit *u = &z.u[un];
-    double need = z3_need(&z, t), numel = u->numel * u->count;
+    double numel = u->numel * u->count, q = 0;
+    const z3_unit *need = z3_need(&z, t);
     if (pf <= t) {
-      exposed += need; /* not prefetched: the fetch waits for it */
+      if (need) exposed += need->host_s + need->gather_s; /* not prefetched: waited for */
       pf = t + 1;
     }
     int kept = ph != 0 && z3_kept(&z, un);
     if (ph == 2 && kept) kept_live -= numel;
-    double live = kept_live + (u->gather_s > 0 ? numel : 0), q = 0;
+    double live = kept_live + (u->gather_s > 0 ? numel : 0);
     if (live < p->z3_live_numel)
       for (double acc = 0; pf < z.total && acc < p->z3_prefetch_numel; pf++) {
-        double g = z3_need(&z, pf);
-        if (g <= 0) continue;
-        int ph2, un2;
-        z3_module(&z, pf, &ph2, &un2);
-        q += g;
-        acc += z.u[un2].numel * z.u[un2].count;
+        const z3_unit *g = z3_need(&z, pf);
+        if (!g) continue;
+        exposed += q + g->host_s; /* each launch first synchronises: the one before is waited for */
+        q = g->gather_s;
+        acc += g->numel * g->count;
       }
     double c = u->share * (ph == 0 ? z.fwd_s : ph == 1 ? z.recomp_s : z.bwd_s);
     if (ph == 2) {
       if (bucket > 0 && bucket + numel > p->z3_bucket_numel) {
-        q += z3_reduce_time(cm, bucket, &co->dp_pl);
+        q += z3_reduce_time(cm, bucket, &co->dp_pl); /* behind the gather on the stream */
         bucket = 0;
       }
       bucket += numel;
