@@ -57,7 +57,10 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->z3_live_numel = 1e9;
   p->z3_reuse_numel = 1e9;
   p->z3_bucket_numel = 5e8;
-  p->z3_grad_allreduce = 1;
+  /* today's DeepSpeed: event waits, gathers into one flat buffer, contiguous_gradients on
+   * (reduce-scatter); zero3.sync=1,zero3.grad_allreduce=1 for DeepSpeed v0.3 (2021) */
+  p->z3_sync = 0;
+  p->z3_grad_allreduce = 0;
 }
 
 const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
@@ -370,19 +373,21 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
 }
 
 /* ---- ZeRO-3 as DeepSpeed runs it -------------------------------------------------------------
- * DeepSpeed v0.3.13-v0.3.16 (spring 2021; deepspeed/runtime/zero/stage3.py and
- * partition_parameters.py): hooks on every module gather that module's parameters, one
- * all-gather per parameter, before its forward, again before its recomputed forward and before
- * its backward (unless its reuse distance keeps it); at each module the fetch waits for every
- * stream (torch.cuda.synchronize), then prefetches the next parameters of the step's trace, up
- * to stage3_prefetch_bucket_size elements and only while fewer than stage3_max_live_parameters
- * are gathered. So a prefetched gather overlaps one module's compute and no more, a gather that
- * was not prefetched waits in full, and collectives of one group run one after another on
- * ProcessGroupNCCL's stream. Each all-gather writes into a list of n views (PyTorch then copies
- * the flat result out, one copy per rank) into a freshly zeroed buffer. Gradients go to buckets
- * of reduce_bucket_size elements reduced (all-reduced when contiguous_gradients is off, the
- * ZeRO-3 default then) when the next gradient would overflow; the last bucket is reduced after
- * the backward. Every microbatch repeats all of it. */
+ * Hooks on every module gather that module's parameters before its forward, again before its
+ * recomputed forward and before its backward (unless stage3_max_reuse_distance keeps them),
+ * prefetching the next parameters of the step's trace up to stage3_prefetch_bucket_size
+ * elements; parameters under stage3_param_persistence_threshold stay whole. Gradients go to
+ * buckets of reduce_bucket_size elements, reduced when the next gradient would overflow; the
+ * last bucket after the backward. Collectives of one group run one after another on
+ * ProcessGroupNCCL's stream. Every microbatch repeats all of it.
+ * DeepSpeed v0.3.13-v0.3.16 (spring 2021; deepspeed/runtime/zero/stage3.py,
+ * partition_parameters.py), zero3.sync = 1: one all-gather per parameter into a list of n
+ * views of a freshly zeroed buffer (PyTorch copies the result out, one copy per rank); each
+ * fetch and each gather launch synchronises the device, so a prefetched gather overlaps one
+ * module's compute and no more; no prefetch while stage3_max_live_parameters elements are
+ * gathered; gradient buckets all-reduced (contiguous_gradients off by default).
+ * Today's DeepSpeed (partitioned_param_coordinator.py), zero3.sync = 0: gathers into one
+ * buffer, modules wait on events, the host runs ahead; gradient buckets reduce-scattered. */
 
 #define Z3_UNITS 6
 
@@ -406,12 +411,13 @@ typedef struct z3_step {
   double fwd_s, recomp_s, bwd_s; /* one layer's passes */
 } z3_step;
 
-/* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it, on the stream: the
- * collective, a zeroed output, and PyTorch's copy of each rank's part out of its flat buffer
- * (one kernel per rank). */
+/* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it, on the stream: today,
+ * the collective into one flat buffer; in v0.3 also a zeroed output and PyTorch's copy of each
+ * rank's part out of its own flat buffer (the output is a list of n views; one kernel each). */
 static double z3_gather_time(const cm_model *cm, double numel, const cm_place *pl) {
   if (pl->ranks <= 1) return 0;
   double S = numel * cm->act_bytes;
+  if (!cm->p.z3_sync) return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL); /* in place */
   return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL) + pl->ranks * cm->p.kernel_us * 1e-6 +
          cm__mem_time(cm, 3 * S);
 }
@@ -451,7 +457,7 @@ static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
     const cm_place *pl = m->experts && i >= 3 ? &s->edp_pl : &s->dp_pl;
     if (u[i].numel < cm->p.z3_persist_numel || pl->ranks <= 1) continue;
     u[i].gather_s = u[i].count * z3_gather_time(cm, u[i].numel, pl);
-    u[i].host_s = u[i].count * pl->ranks * cm->p.kernel_us * 1e-6;
+    u[i].host_s = cm->p.z3_sync ? u[i].count * pl->ranks * cm->p.kernel_us * 1e-6 : 0;
   }
   return n;
 }
@@ -489,59 +495,115 @@ static const z3_unit *z3_need(const z3_step *z, long t) {
   return z->u[un].gather_s <= 0 || (ph == 2 && z3_kept(z, un)) ? NULL : &z->u[un];
 }
 
-/* Seconds of ZeRO-3 communication one microbatch exposes on a rank. Each module's window is
- * the host launching the gathers it prefetches (each launch synchronises the device, so all
- * but the last are waited for), then the longer of its compute and, on the stream, the last
- * gather and the gradient bucket its backward hook reduces (the next module's fetch
- * synchronises the device); a gather nobody prefetched is waited for in full, and the last
- * bucket is reduced after the backward. */
+/* The compute of module t and the gradient elements its backward hands to the buckets. */
+static double z3_compute(const z3_step *z, long t, double *grad) {
+  int ph, un;
+  z3_module(z, t, &ph, &un);
+  const z3_unit *u = &z->u[un];
+  *grad = ph == 2 ? u->numel * u->count : 0;
+  return u->share * (ph == 0 ? z->fwd_s : ph == 1 ? z->recomp_s : z->bwd_s);
+}
+
+/* The bucket reduced when `grad` more elements arrive (DeepSpeed reduces the bucket when the
+ * next gradient would overflow it): its time, 0 when none. */
+static double z3_bucket(const z3_step *z, double grad, double *bucket) {
+  double t = 0;
+  if (grad <= 0) return 0;
+  if (*bucket > 0 && *bucket + grad > z->cm->p.z3_bucket_numel) {
+    t = z3_reduce_time(z->cm, *bucket, &z->co->dp_pl);
+    *bucket = 0;
+  }
+  *bucket += grad;
+  return t;
+}
+
+/* DeepSpeed v0.3 (zero3.sync = 1). Each module's window is the host launching the gathers it
+ * prefetches (each launch synchronises the device, so all but the last are waited for), then
+ * the longer of its compute and, on the stream, the last gather and the gradient bucket its
+ * backward hook reduces (the next module's fetch synchronises the device); a gather nobody
+ * prefetched is waited for in full. Returns the seconds beyond the compute. */
+static double z3_synced(const z3_step *z, double *bucket) {
+  const cm_params *p = &z->cm->p;
+  double exposed = 0, kept_live = 0;
+  long pf = 0; /* the next module whose gather has not been issued */
+  for (long t = 0; t < z->total; t++) {
+    int ph, un;
+    z3_module(z, t, &ph, &un);
+    const z3_unit *u = &z->u[un];
+    double numel = u->numel * u->count, q = 0, grad;
+    const z3_unit *need = z3_need(z, t);
+    if (pf <= t) {
+      if (need) exposed += need->host_s + need->gather_s; /* not prefetched: waited for */
+      pf = t + 1;
+    }
+    int kept = ph != 0 && z3_kept(z, un);
+    if (ph == 2 && kept) kept_live -= numel;
+    if (kept_live + (u->gather_s > 0 ? numel : 0) < p->z3_live_numel)
+      for (double acc = 0; pf < z->total && acc < p->z3_prefetch_numel; pf++) {
+        const z3_unit *g = z3_need(z, pf);
+        if (!g) continue;
+        exposed += q + g->host_s;
+        q = g->gather_s;
+        acc += g->numel * g->count;
+      }
+    if (ph == 1 && kept) kept_live += numel;
+    double c = z3_compute(z, t, &grad);
+    q += z3_bucket(z, grad, bucket); /* behind the gather on the stream */
+    exposed += fmax(0, q - c);
+  }
+  return exposed;
+}
+
+#define Z3_AHEAD 64
+
+/* Today's DeepSpeed (zero3.sync = 0): a module waits for its own gather only (events, no
+ * device-wide synchronisation) and the host runs ahead, so the stream gathers a module's
+ * parameters as soon as it is free and the module stage3_prefetch_bucket_size elements
+ * earlier has started; a gradient bucket (earlier modules' gradients) joins the stream when the
+ * module whose hook reduces it starts. Returns the seconds beyond the compute. */
+static double z3_pipelined(const z3_step *z, double *bucket) {
+  const cm_params *p = &z->cm->p;
+  double start[Z3_AHEAD] = {0}, stream = 0, done = 0, comp = 0;
+  for (long t = 0; t < z->total; t++) {
+    /* the earliest module whose start may issue this gather: at most the prefetch bucket's
+     * elements (and at least one module) ahead */
+    long j = t - 1;
+    for (double acc = 0; j > 0 && t - j < Z3_AHEAD - 1; j--) {
+      const z3_unit *g = z3_need(z, j);
+      acc += g ? g->numel * g->count : 0;
+      if (acc >= p->z3_prefetch_numel) break;
+    }
+    const z3_unit *g = z3_need(z, t);
+    double ready = done;
+    if (g) {
+      stream = fmax(stream, j >= 0 ? start[j % Z3_AHEAD] : 0) + g->gather_s;
+      ready = fmax(ready, stream);
+    }
+    double grad, c = z3_compute(z, t, &grad);
+    start[t % Z3_AHEAD] = ready;
+    done = ready + c;
+    comp += c;
+    double red = z3_bucket(z, grad, bucket); /* earlier modules' gradients: ready at its start */
+    if (red > 0) stream = fmax(stream, ready) + red;
+  }
+  return fmax(0, done - comp);
+}
+
+/* Seconds of ZeRO-3 communication one microbatch exposes on a rank: the gathers and gradient
+ * reductions its compute does not hide, and the last bucket, reduced after the backward. */
 static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
   const cm_stage_coef *co = r->co;
-  const cm_params *p = &cm->p;
   if (r->layers <= 0 || co->cfg.dp * co->cfg.cp <= 1) return 0;
   z3_step z = {.cm = cm, .co = co, .layers = r->layers};
   z.nu = z3_units(cm, co, z.u);
   z.rc = co->cfg.recompute == SPEC_RECOMPUTE_FULL;
   z.per_layer_bwd = (long)z.nu * (z.rc ? 2 : 1);
   z.total = (long)z.layers * (z.nu + z.per_layer_bwd);
-  double layer_total = co->comp_s + co->tp_s + co->cp_s + co->ep_s;
   z.recomp_s = z.rc ? co->recomp_s : 0;
   z.bwd_s = co->bwd_s - z.recomp_s;
-  z.fwd_s = layer_total - co->bwd_s;
-  double exposed = 0, bucket = 0, kept_live = 0;
-  long pf = 0; /* the next module whose gather has not been issued */
-  for (long t = 0; t < z.total; t++) {
-    int ph, un;
-    z3_module(&z, t, &ph, &un);
-    const z3_unit *u = &z.u[un];
-    double numel = u->numel * u->count, q = 0;
-    const z3_unit *need = z3_need(&z, t);
-    if (pf <= t) {
-      if (need) exposed += need->host_s + need->gather_s; /* not prefetched: waited for */
-      pf = t + 1;
-    }
-    int kept = ph != 0 && z3_kept(&z, un);
-    if (ph == 2 && kept) kept_live -= numel;
-    double live = kept_live + (u->gather_s > 0 ? numel : 0);
-    if (live < p->z3_live_numel)
-      for (double acc = 0; pf < z.total && acc < p->z3_prefetch_numel; pf++) {
-        const z3_unit *g = z3_need(&z, pf);
-        if (!g) continue;
-        exposed += q + g->host_s; /* each launch first synchronises: the one before is waited for */
-        q = g->gather_s;
-        acc += g->numel * g->count;
-      }
-    double c = u->share * (ph == 0 ? z.fwd_s : ph == 1 ? z.recomp_s : z.bwd_s);
-    if (ph == 2) {
-      if (bucket > 0 && bucket + numel > p->z3_bucket_numel) {
-        q += z3_reduce_time(cm, bucket, &co->dp_pl); /* behind the gather on the stream */
-        bucket = 0;
-      }
-      bucket += numel;
-    }
-    if (ph == 1 && kept) kept_live += numel;
-    exposed += fmax(0, q - c);
-  }
+  z.fwd_s = co->comp_s + co->tp_s + co->cp_s + co->ep_s - co->bwd_s;
+  double bucket = 0;
+  double exposed = cm->p.z3_sync ? z3_synced(&z, &bucket) : z3_pipelined(&z, &bucket);
   return exposed + z3_reduce_time(cm, bucket, &co->dp_pl);
 }
 

@@ -101,7 +101,8 @@ typedef struct cm_params {
                                 send and receive are combined (Megatron), 4 when each is a
                                 separate blocking call (DeepSpeed's 2021 pipeline engine) */
   /* ZeRO-3 as DeepSpeed runs it: one all-gather per parameter, per module (defaults of
-   * DeepSpeed v0.3.13-v0.3.16, deepspeed/runtime/zero/constants.py, spring 2021) */
+   * deepspeed/runtime/zero/constants.py v0.3.13-v0.3.16, spring 2021, and config.py today:
+   * the sizes are the same) */
   double z3_persist_numel;   /* stage3_param_persistence_threshold: smaller ones stay whole */
   double z3_prefetch_numel;  /* stage3_prefetch_bucket_size: elements prefetched ahead */
   double z3_live_numel;      /* stage3_max_live_parameters: no prefetch while this many are
@@ -110,7 +111,10 @@ typedef struct cm_params {
                                 many elements stays gathered */
   double z3_bucket_numel;    /* reduce_bucket_size: gradient elements per reduction */
   int z3_grad_allreduce;     /* 1: gradient buckets all-reduced (contiguous_gradients off, the
-                                ZeRO-3 default of 2021); 0: reduce-scattered */
+                                ZeRO-3 default of v0.3); 0: reduce-scattered (today) */
+  int z3_sync;               /* 1: DeepSpeed v0.3: one gather per parameter into a list of
+                                per-rank views, the device synchronised at every module;
+                                0: today's: gathers into one buffer, event waits */
 } cm_params;
 
 /* Defaults from published figures and measurements (benchmarks/data, docs/models.md), the
