@@ -400,15 +400,22 @@ typedef struct z3_unit {
   double host_s;   /* launching them: one copy per rank, after the device-wide sync */
 } z3_unit;
 
+/* One module of a layer's pattern: forward, recomputed forward or backward of a unit. */
+typedef struct z3_mod {
+  double c;        /* its compute */
+  double gather_s, host_s, numel; /* the gather it needs (0 when its parameters are there) */
+  double grad;     /* gradient elements its backward hands to the buckets */
+  int phase;       /* 0 forward, 1 recomputed forward, 2 backward */
+  int kept;        /* recomputed forward or backward of a unit kept in between */
+} z3_mod;
+
 typedef struct z3_step {
   const cm_model *cm;
   const cm_stage_coef *co;
-  z3_unit u[Z3_UNITS];
-  int nu, rc;        /* units per layer; 1 under full recompute */
-  long per_layer_bwd; /* backward modules per layer (recomputed forward included) */
-  long total;        /* modules of one microbatch */
+  z3_mod pat[3 * Z3_UNITS]; /* one layer's forward modules, then its backward ones */
+  int nu, nb;               /* forward and backward modules per layer */
+  long total;               /* modules of one microbatch */
   int layers;
-  double fwd_s, recomp_s, bwd_s; /* one layer's passes */
 } z3_step;
 
 /* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it, on the stream: today,
@@ -462,46 +469,43 @@ static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
   return n;
 }
 
-/* Module t of a microbatch's trace: its phase (0 forward, 1 recomputed forward, 2 backward)
- * and unit. */
-static void z3_module(const z3_step *z, long t, int *phase, int *unit) {
+/* Module t of a microbatch's trace (every layer's forward, then every layer's backward in
+ * reverse; the pattern is the same for every layer). */
+static const z3_mod *z3_at(const z3_step *z, long t) {
   long fwd = (long)z->layers * z->nu;
-  if (t < fwd) {
-    *phase = 0, *unit = (int)(t % z->nu);
-    return;
-  }
-  long k = (t - fwd) % z->per_layer_bwd;
-  if (z->rc && k < z->nu) {
-    *phase = 1, *unit = (int)k;
-    return;
-  }
-  *phase = 2, *unit = z->nu - 1 - (int)(k - (z->rc ? z->nu : 0));
+  return t < fwd ? &z->pat[t % z->nu] : &z->pat[z->nu + (t - fwd) % z->nb];
 }
 
 /* Under full recompute a unit stays gathered from its recomputed forward to its backward when
  * the parameters used in between (the later units, recomputed then back-propagated) are
  * fewer than stage3_max_reuse_distance. */
-static int z3_kept(const z3_step *z, int unit) {
-  if (!z->rc) return 0;
+static int z3_kept(const cm_model *cm, const z3_unit *u, int nu, int unit) {
   double between = 0;
-  for (int k = unit + 1; k < z->nu; k++) between += 2 * z->u[k].numel * z->u[k].count;
-  return between < z->cm->p.z3_reuse_numel;
+  for (int k = unit + 1; k < nu; k++) between += 2 * u[k].numel * u[k].count;
+  return between < cm->p.z3_reuse_numel;
 }
 
-/* The unit module t gathers, or NULL when its parameters are already there. */
-static const z3_unit *z3_need(const z3_step *z, long t) {
-  int ph, un;
-  z3_module(z, t, &ph, &un);
-  return z->u[un].gather_s <= 0 || (ph == 2 && z3_kept(z, un)) ? NULL : &z->u[un];
-}
-
-/* The compute of module t and the gradient elements its backward hands to the buckets. */
-static double z3_compute(const z3_step *z, long t, double *grad) {
-  int ph, un;
-  z3_module(z, t, &ph, &un);
-  const z3_unit *u = &z->u[un];
-  *grad = ph == 2 ? u->numel * u->count : 0;
-  return u->share * (ph == 0 ? z->fwd_s : ph == 1 ? z->recomp_s : z->bwd_s);
+/* One layer's module pattern from its units and the stage's per-layer pass times. */
+static void z3_pattern(z3_step *z, const z3_unit *u, int rc) {
+  const cm_stage_coef *co = z->co;
+  double recomp = rc ? co->recomp_s : 0, bwd = co->bwd_s - recomp;
+  double fwd = co->comp_s + co->tp_s + co->cp_s + co->ep_s - co->bwd_s;
+  int n = 0;
+  for (int ph = 0; ph < 3; ph++) {
+    if (ph == 1 && !rc) continue;
+    for (int k = 0; k < z->nu; k++) {
+      int un = ph == 2 ? z->nu - 1 - k : k;
+      const z3_unit *x = &u[un];
+      int kept = ph != 0 && rc && z3_kept(z->cm, u, z->nu, un);
+      int need = x->gather_s > 0 && !(ph == 2 && kept);
+      z->pat[n++] = (z3_mod){
+          .c = x->share * (ph == 0 ? fwd : ph == 1 ? recomp : bwd),
+          .gather_s = need ? x->gather_s : 0, .host_s = need ? x->host_s : 0,
+          .numel = need ? x->numel * x->count : 0, .grad = ph == 2 ? x->numel * x->count : 0,
+          .phase = ph, .kept = kept};
+    }
+  }
+  z->nb = n - z->nu;
 }
 
 /* The bucket reduced when `grad` more elements arrive (DeepSpeed reduces the bucket when the
@@ -527,29 +531,26 @@ static double z3_synced(const z3_step *z, double *bucket) {
   double exposed = 0, kept_live = 0;
   long pf = 0; /* the next module whose gather has not been issued */
   for (long t = 0; t < z->total; t++) {
-    int ph, un;
-    z3_module(z, t, &ph, &un);
-    const z3_unit *u = &z->u[un];
-    double numel = u->numel * u->count, q = 0, grad;
-    const z3_unit *need = z3_need(z, t);
+    const z3_mod *m = z3_at(z, t);
+    double q = 0;
     if (pf <= t) {
-      if (need) exposed += need->host_s + need->gather_s; /* not prefetched: waited for */
+      exposed += m->host_s + m->gather_s; /* not prefetched: waited for */
       pf = t + 1;
     }
-    int kept = ph != 0 && z3_kept(z, un);
-    if (ph == 2 && kept) kept_live -= numel;
-    if (kept_live + (u->gather_s > 0 ? numel : 0) < p->z3_live_numel)
+    /* gathered now: a kept unit (in kept_live until its backward) or this module's */
+    if (m->phase == 2 && m->kept) kept_live -= m->grad;
+    double live = kept_live + (m->phase == 2 && m->kept ? m->grad : m->numel);
+    if (live < p->z3_live_numel)
       for (double acc = 0; pf < z->total && acc < p->z3_prefetch_numel; pf++) {
-        const z3_unit *g = z3_need(z, pf);
-        if (!g) continue;
+        const z3_mod *g = z3_at(z, pf);
+        if (g->gather_s <= 0) continue;
         exposed += q + g->host_s;
         q = g->gather_s;
-        acc += g->numel * g->count;
+        acc += g->numel;
       }
-    if (ph == 1 && kept) kept_live += numel;
-    double c = z3_compute(z, t, &grad);
-    q += z3_bucket(z, grad, bucket); /* behind the gather on the stream */
-    exposed += fmax(0, q - c);
+    if (m->phase == 1 && m->kept) kept_live += m->numel;
+    q += z3_bucket(z, m->grad, bucket); /* behind the gather on the stream */
+    exposed += fmax(0, q - m->c);
   }
   return exposed;
 }
@@ -563,27 +564,26 @@ static double z3_synced(const z3_step *z, double *bucket) {
  * module whose hook reduces it starts. Returns the seconds beyond the compute. */
 static double z3_pipelined(const z3_step *z, double *bucket) {
   const cm_params *p = &z->cm->p;
-  double start[Z3_AHEAD] = {0}, stream = 0, done = 0, comp = 0;
+  double start[Z3_AHEAD] = {0}, stream = 0, done = 0, comp = 0, acc = 0;
+  long j = 0; /* the module whose start issues this gather: acc = gathered elements j..t-1 */
   for (long t = 0; t < z->total; t++) {
-    /* the earliest module whose start may issue this gather: at most the prefetch bucket's
-     * elements (and at least one module) ahead */
-    long j = t - 1;
-    for (double acc = 0; j > 0 && t - j < Z3_AHEAD - 1; j--) {
-      const z3_unit *g = z3_need(z, j);
-      acc += g ? g->numel * g->count : 0;
-      if (acc >= p->z3_prefetch_numel) break;
+    const z3_mod *m = z3_at(z, t);
+    if (t > 0) acc += z3_at(z, t - 1)->numel;
+    for (;;) { /* at most the prefetch bucket's elements (and at least one module) ahead */
+      double first = z3_at(z, j)->numel;
+      if (j >= t - 1 || (acc - first < p->z3_prefetch_numel && t - j < Z3_AHEAD - 1)) break;
+      acc -= first;
+      j++;
     }
-    const z3_unit *g = z3_need(z, t);
     double ready = done;
-    if (g) {
-      stream = fmax(stream, j >= 0 ? start[j % Z3_AHEAD] : 0) + g->gather_s;
+    if (m->gather_s > 0) {
+      stream = fmax(stream, t > 0 ? start[j % Z3_AHEAD] : 0) + m->gather_s;
       ready = fmax(ready, stream);
     }
-    double grad, c = z3_compute(z, t, &grad);
     start[t % Z3_AHEAD] = ready;
-    done = ready + c;
-    comp += c;
-    double red = z3_bucket(z, grad, bucket); /* earlier modules' gradients: ready at its start */
+    done = ready + m->c;
+    comp += m->c;
+    double red = z3_bucket(z, m->grad, bucket); /* earlier modules' gradients: ready at its start */
     if (red > 0) stream = fmax(stream, ready) + red;
   }
   return fmax(0, done - comp);
@@ -595,13 +595,10 @@ static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
   const cm_stage_coef *co = r->co;
   if (r->layers <= 0 || co->cfg.dp * co->cfg.cp <= 1) return 0;
   z3_step z = {.cm = cm, .co = co, .layers = r->layers};
-  z.nu = z3_units(cm, co, z.u);
-  z.rc = co->cfg.recompute == SPEC_RECOMPUTE_FULL;
-  z.per_layer_bwd = (long)z.nu * (z.rc ? 2 : 1);
-  z.total = (long)z.layers * (z.nu + z.per_layer_bwd);
-  z.recomp_s = z.rc ? co->recomp_s : 0;
-  z.bwd_s = co->bwd_s - z.recomp_s;
-  z.fwd_s = co->comp_s + co->tp_s + co->cp_s + co->ep_s - co->bwd_s;
+  z3_unit u[Z3_UNITS];
+  z.nu = z3_units(cm, co, u);
+  z3_pattern(&z, u, co->cfg.recompute == SPEC_RECOMPUTE_FULL);
+  z.total = (long)z.layers * (z.nu + z.nb);
   double bucket = 0;
   double exposed = cm->p.z3_sync ? z3_synced(&z, &bucket) : z3_pipelined(&z, &bucket);
   return exposed + z3_reduce_time(cm, bucket, &co->dp_pl);
