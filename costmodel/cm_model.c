@@ -51,7 +51,7 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->tp_comm_overlap = 0;
   p->pp_scatter_gather = 1;
   p->pp_p2p_per_mb = 2;
-  /* ZeRO-3: DeepSpeed v0.3.13-v0.3.16 defaults (deepspeed/runtime/zero/constants.py) */
+  /* ZeRO-3: DeepSpeed v0.3.13-v0.5.0 defaults (deepspeed/runtime/zero/constants.py) */
   p->z3_persist_numel = 1e5;
   p->z3_prefetch_numel = 5e7;
   p->z3_live_numel = 1e9;
@@ -380,7 +380,7 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
  * buckets of reduce_bucket_size elements, reduced when the next gradient would overflow; the
  * last bucket after the backward. Collectives of one group run one after another on
  * ProcessGroupNCCL's stream. Every microbatch repeats all of it.
- * DeepSpeed v0.3.13-v0.3.16 (spring 2021; deepspeed/runtime/zero/stage3.py,
+ * DeepSpeed v0.3.13-v0.5.0 (March-August 2021; deepspeed/runtime/zero/stage3.py,
  * partition_parameters.py), zero3.sync = 1: one all-gather per parameter into a list of n
  * views of a freshly zeroed buffer (PyTorch copies the result out, one copy per rank); each
  * fetch and each gather launch synchronises the device, so a prefetched gather overlaps one
@@ -389,7 +389,7 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
  * Today's DeepSpeed (partitioned_param_coordinator.py), zero3.sync = 0: gathers into one
  * buffer, modules wait on events, the host runs ahead; gradient buckets reduce-scattered. */
 
-#define Z3_UNITS 6
+#define Z3_UNITS CM_Z3_UNITS
 
 /* The parameters gathered for one layer, in forward order, per rank. */
 typedef struct z3_unit {
@@ -438,6 +438,9 @@ static double z3_reduce_time(const cm_model *cm, double numel, const cm_place *p
          cm__mem_time(cm, (ar ? 6 : 4) * S);
 }
 
+/* Whether unit i of a layer is an expert's (gathered over the expert-data-parallel group). */
+static int z3_expert(const cm_model *cm, int i) { return cm->m.experts && i >= 3; }
+
 /* Megatron's layer: QKV, projection, fc1 (gate and up fused under SwiGLU), fc2; MoE: the
  * router and each local expert's fc1 and fc2, weighted by the tokens they see. */
 static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
@@ -461,11 +464,20 @@ static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
   for (int i = 0; i < n; i++) sum += u[i].numel * u[i].count * u[i].share;
   for (int i = 0; i < n; i++) {
     u[i].share = u[i].numel * u[i].count * u[i].share / sum;
-    const cm_place *pl = m->experts && i >= 3 ? &s->edp_pl : &s->dp_pl;
+    const cm_place *pl = z3_expert(cm, i) ? &s->edp_pl : &s->dp_pl;
     if (u[i].numel < cm->p.z3_persist_numel || pl->ranks <= 1) continue;
     u[i].gather_s = u[i].count * z3_gather_time(cm, u[i].numel, pl);
     u[i].host_s = cm->p.z3_sync ? u[i].count * pl->ranks * cm->p.kernel_us * 1e-6 : 0;
   }
+  return n;
+}
+
+int cm_zero3_units(const cm_model *cm, const cm_stage_coef *s, cm_z3_unit *out) {
+  z3_unit u[Z3_UNITS];
+  int n = z3_units(cm, s, u);
+  for (int i = 0; i < n; i++)
+    out[i] = (cm_z3_unit){u[i].numel, u[i].count, z3_expert(cm, i),
+                          u[i].numel >= cm->p.z3_persist_numel};
   return n;
 }
 

@@ -310,7 +310,8 @@ static void ops_flops(void) {
  * (zero3.live_numel below every parameter) exposes more, keeping every parameter whole
  * (zero3.persist_numel above every parameter) exposes only the gradient reductions; a
  * reduce-scatter of the buckets exposes less than the all-reduce, and today's DeepSpeed
- * (zero3.sync=0: the pipelined path) less than v0.3's device synchronisation per module. */
+ * (zero3.sync=0: the pipelined path) less than v0.3's device synchronisation per module;
+ * cm_zero3_units lists GPT-3 175B's four gathered matrices per layer. */
 static void zero3_scaling(void) {
   const char *sw = "flash_attention=0,dropout=1,overlap_grad_reduce=0,overlap_param_gather=0,"
                    "grad_comm_bytes=2,zero3.sync=1,zero3.grad_allreduce=1";
@@ -344,6 +345,22 @@ static void zero3_scaling(void) {
   CHECK(v[2] < v[0] && v[2] > 0);
   CHECK(v[3] < v[0]);
   CHECK(v[4] < v[0]);
+  /* the units it gathers per layer: QKV 3h^2, projection h^2, fc1 and fc2 4h^2 each (tp=1) */
+  cm_model *cm = make("gpt3-175b", "dgx-a100", 8, NULL);
+  int ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  cm_stage_cfg cfg = {1, 1, 8, 1, 1, 0, SPEC_RECOMPUTE_FULL};
+  cm_stage_coef co;
+  pp_err err = {0};
+  CHECK_EQ(cm_stage_coef_get(cm, &cfg, ids, 8, &co, &err), 0);
+  cm_z3_unit u[CM_Z3_UNITS];
+  double h = 12288;
+  CHECK_EQ(cm_zero3_units(cm, &co, u), 4);
+  CHECK_NEAR(u[0].numel, 3 * h * h, 1);
+  CHECK_NEAR(u[1].numel, h * h, 1);
+  CHECK_NEAR(u[2].numel, 4 * h * h, 1);
+  CHECK_NEAR(u[3].numel, 4 * h * h, 1);
+  CHECK(u[0].gathered && u[3].count == 1 && !u[3].expert);
+  cm_model_destroy(cm);
   fprintf(stderr, "zero3: 175B %.1f/%.1f/%.1f s; exposed %.1f, no prefetch %.1f, whole %.1f, "
                   "reduce-scatter %.1f, today's %.1f s\n", t[0], t[1], t[2], v[0], v[1], v[2], v[3],
           v[4]);

@@ -101,7 +101,7 @@ typedef struct cm_params {
                                 send and receive are combined (Megatron), 4 when each is a
                                 separate blocking call (DeepSpeed's 2021 pipeline engine) */
   /* ZeRO-3 as DeepSpeed runs it: one all-gather per parameter, per module (defaults of
-   * deepspeed/runtime/zero/constants.py v0.3.13-v0.3.16, spring 2021, and config.py today:
+   * deepspeed/runtime/zero/constants.py v0.3.13-v0.5.0, 2021, and config.py today:
    * the sizes are the same) */
   double z3_persist_numel;   /* stage3_param_persistence_threshold: smaller ones stay whole */
   double z3_prefetch_numel;  /* stage3_prefetch_bucket_size: elements prefetched ahead */
@@ -233,6 +233,21 @@ typedef struct cm_stage_coef {
  * then cp, then dp). PP_PLAN when n != tp*cp*dp or a degree is below 1. */
 int cm_stage_coef_get(cm_model *cm, const cm_stage_cfg *g, const int *gpus, int n,
                       cm_stage_coef *out, pp_err *err);
+/* The parameters ZeRO-3 gathers for one layer of a stage, in forward order, as cm_eval prices
+ * them (DeepSpeed: one all-gather per parameter before each forward, recomputed forward and
+ * backward; docs/models.md): elements of one parameter, parameters of that shape gathered one
+ * after another (local experts), 1 when over the expert-data-parallel group, and whether it is
+ * gathered at all (below zero3.persist_numel it stays whole). Returns how many (at most
+ * CM_Z3_UNITS). */
+#define CM_Z3_UNITS 6
+typedef struct cm_z3_unit {
+  double numel;
+  int count;
+  int expert;
+  int gathered;
+} cm_z3_unit;
+int cm_zero3_units(const cm_model *cm, const cm_stage_coef *s, cm_z3_unit *out);
+
 /* Time per microbatch of a stage of `layers` layers (first: it holds the embedding; last: the
  * LM head) under ZeRO stage `zero`: compute and exposed TP/CP/EP communication (and, under
  * ZeRO-3, the per-microbatch gathers the compute does not hide). */
