@@ -203,7 +203,9 @@ void cm_throughput(const cm_model *cm, const spec_plan *p, double iter_time_s, c
  * What cm_eval charges one stage of a non-uniform plan, split so that a search can price a
  * stage of any layer count from one set of coefficients: a stage's time per microbatch and
  * its memory are linear in its layer count plus the embedding (first stage) and the LM head
- * (last stage). cm_eval prices non-uniform stages through these very functions, so a search
+ * (last stage), except under ZeRO-3, whose exposed gathers and reductions depend on the whole
+ * module sequence (the first gather and the last gradient bucket once per microbatch,
+ * prefetch limits): ZeRO-3 plans have one stage. cm_eval prices non-uniform stages through these very functions, so a search
  * that adds them up sees exactly what cm_eval will charge for the stages (the pipeline
  * bubble, stage-to-stage transfers and the data-parallel tail are added by cm_eval). */
 typedef struct cm_stage_cfg {
