@@ -60,6 +60,7 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   /* today's DeepSpeed: event waits, gathers into one flat buffer, contiguous_gradients on
    * (reduce-scatter); zero3.sync=1,zero3.grad_allreduce=1 for DeepSpeed v0.3 (2021) */
   p->z3_sync = 0;
+  p->z3_prefetch = 1;
   p->z3_grad_allreduce = 0;
 }
 
@@ -387,7 +388,13 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
  * module's compute and no more; no prefetch while stage3_max_live_parameters elements are
  * gathered; gradient buckets all-reduced (contiguous_gradients off by default).
  * Today's DeepSpeed (partitioned_param_coordinator.py), zero3.sync = 0: gathers into one
- * buffer, modules wait on events, the host runs ahead; gradient buckets reduce-scattered. */
+ * buffer, modules wait on events, the host runs ahead; gradient buckets reduce-scattered.
+ * zero3.prefetch = 0: nothing is prefetched or kept for reuse, every gather starts when its
+ * module does. So DeepSpeed ran from v0.3.13 to v0.5.10: the root module's own pre-forward
+ * hook increments the step before the hook that resets it runs (both are registered on the
+ * root, that one first), so every later module's step is off by one against the trace, and
+ * get_params_to_prefetch and the reuse distance report "Tracing failed" (DeepSpeed issue
+ * #1069, May 2021; the coordinator was rewritten in v0.6.0). */
 
 #define Z3_UNITS CM_Z3_UNITS
 
@@ -508,7 +515,7 @@ static void z3_pattern(z3_step *z, const z3_unit *u, int rc) {
     for (int k = 0; k < z->nu; k++) {
       int un = ph == 2 ? z->nu - 1 - k : k;
       const z3_unit *x = &u[un];
-      int kept = ph != 0 && rc && z3_kept(z->cm, u, z->nu, un);
+      int kept = ph != 0 && rc && z->cm->p.z3_prefetch && z3_kept(z->cm, u, z->nu, un);
       int need = x->gather_s > 0 && !(ph == 2 && kept);
       z->pat[n++] = (z3_mod){
           .c = x->share * (ph == 0 ? fwd : ph == 1 ? recomp : bwd),
@@ -552,7 +559,7 @@ static double z3_synced(const z3_step *z, double *bucket) {
     /* gathered now: a kept unit (in kept_live until its backward) or this module's */
     if (m->phase == 2 && m->kept) kept_live -= m->grad;
     double live = kept_live + (m->phase == 2 && m->kept ? m->grad : m->numel);
-    if (live < p->z3_live_numel)
+    if (p->z3_prefetch && live < p->z3_live_numel)
       for (double acc = 0; pf < z->total && acc < p->z3_prefetch_numel; pf++) {
         const z3_mod *g = z3_at(z, pf);
         if (g->gather_s <= 0) continue;
@@ -589,7 +596,8 @@ static double z3_pipelined(const z3_step *z, double *bucket) {
     }
     double ready = done;
     if (m->gather_s > 0) {
-      stream = fmax(stream, t > 0 ? start[j % Z3_AHEAD] : 0) + m->gather_s;
+      double issue = !p->z3_prefetch ? done : t > 0 ? start[j % Z3_AHEAD] : 0;
+      stream = fmax(stream, issue) + m->gather_s;
       ready = fmax(ready, stream);
     }
     start[t % Z3_AHEAD] = ready;

@@ -66,6 +66,8 @@ static const param_row rows[] = {
       "ZeRO-3: gradient elements per reduction (reduce_bucket_size)"),
     I(z3_grad_allreduce, "zero3.grad_allreduce", 0, 1,
       "ZeRO-3: 1 all-reduces gradient buckets (contiguous_gradients off), 0 reduce-scatters"),
+    I(z3_prefetch, "zero3.prefetch", 0, 1,
+      "ZeRO-3: 0 no prefetch, no reuse (DeepSpeed v0.3.13-v0.5.10: trace off by one)"),
     I(z3_sync, "zero3.sync", 0, 1,
       "ZeRO-3: 1 DeepSpeed v0.3 (per-rank views, device sync per module), 0 today's"),
 };

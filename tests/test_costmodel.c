@@ -311,6 +311,8 @@ static void ops_flops(void) {
  * (zero3.persist_numel above every parameter) exposes only the gradient reductions; a
  * reduce-scatter of the buckets exposes less than the all-reduce, and today's DeepSpeed
  * (zero3.sync=0: the pipelined path) less than v0.3's device synchronisation per module;
+ * without prefetch and reuse (zero3.prefetch=0, DeepSpeed's off-by-one trace) both paths
+ * expose more;
  * cm_zero3_units lists GPT-3 175B's four gathered matrices per layer. */
 static void zero3_scaling(void) {
   const char *sw = "flash_attention=0,dropout=1,overlap_grad_reduce=0,overlap_param_gather=0,"
@@ -331,9 +333,10 @@ static void zero3_scaling(void) {
   CHECK(t[1] / t[2] < 1.8); /* the whole-model collective of before gave 1.93 */
   char buf[256];
   const char *variants[] = {"", ",zero3.live_numel=1e8", ",zero3.persist_numel=1e13",
-                            ",zero3.grad_allreduce=0", ",zero3.sync=0"};
-  double v[5];
-  for (int i = 0; i < 5; i++) {
+                            ",zero3.grad_allreduce=0", ",zero3.sync=0", ",zero3.prefetch=0",
+                            ",zero3.sync=0,zero3.prefetch=0"};
+  double v[7];
+  for (int i = 0; i < 7; i++) {
     snprintf(buf, sizeof buf, "%s%s", sw, variants[i]);
     cm_model *cm = make("gpt3-175b", "dgx-a100", 1536, buf);
     cm_result r;
@@ -345,6 +348,8 @@ static void zero3_scaling(void) {
   CHECK(v[2] < v[0] && v[2] > 0);
   CHECK(v[3] < v[0]);
   CHECK(v[4] < v[0]);
+  CHECK(v[5] > v[1]); /* no prefetch and no reuse: more than no prefetch alone */
+  CHECK(v[6] > v[4]);
   /* the units it gathers per layer: QKV 3h^2, projection h^2, fc1 and fc2 4h^2 each (tp=1) */
   cm_model *cm = make("gpt3-175b", "dgx-a100", 8, NULL);
   int ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -362,8 +367,8 @@ static void zero3_scaling(void) {
   CHECK(u[0].gathered && u[3].count == 1 && !u[3].expert);
   cm_model_destroy(cm);
   fprintf(stderr, "zero3: 175B %.1f/%.1f/%.1f s; exposed %.1f, no prefetch %.1f, whole %.1f, "
-                  "reduce-scatter %.1f, today's %.1f s\n", t[0], t[1], t[2], v[0], v[1], v[2], v[3],
-          v[4]);
+                  "reduce-scatter %.1f, today's %.1f, trace off by one %.1f (today's %.1f) s\n",
+          t[0], t[1], t[2], v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
 }
 
 int main(void) {

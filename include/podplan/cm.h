@@ -112,6 +112,8 @@ typedef struct cm_params {
   double z3_bucket_numel;    /* reduce_bucket_size: gradient elements per reduction */
   int z3_grad_allreduce;     /* 1: gradient buckets all-reduced (contiguous_gradients off, the
                                 ZeRO-3 default of v0.3); 0: reduce-scattered (today) */
+  int z3_prefetch;           /* 0: no prefetch and nothing kept for reuse (DeepSpeed
+                                v0.3.13-v0.5.10: the step trace is off by one, issue #1069) */
   int z3_sync;               /* 1: DeepSpeed v0.3: one gather per parameter into a list of
                                 per-rank views, the device synchronised at every module;
                                 0: today's: gathers into one buffer, event waits */
