@@ -35,6 +35,17 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->tp_comm_overlap = 0;
   p->pp_scatter_gather = 1;
   p->pp_p2p_per_mb = 2;
+  /* ZeRO-3: DeepSpeed v0.3.13-v0.5.0 defaults (deepspeed/runtime/zero/constants.py) */
+  p->z3_persist_numel = 1e5;
+  p->z3_prefetch_numel = 5e7;
+  p->z3_live_numel = 1e9;
+  p->z3_reuse_numel = 1e9;
+  p->z3_bucket_numel = 5e8;
+  /* today's DeepSpeed: event waits, gathers into one flat buffer, contiguous_gradients on
+   * (reduce-scatter); zero3.sync=1,zero3.grad_allreduce=1 for DeepSpeed v0.3 (2021) */
+  p->z3_sync = 0;
+  p->z3_prefetch = 1;
+  p->z3_grad_allreduce = 0;
 }
 
 const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
@@ -207,7 +218,8 @@ typedef struct rank_cost {
   double layer_params;         /* parameters of its transformer layers per GPU (no embedding) */
   double act_bytes;            /* activations of one microbatch over all its layers */
   double other_bytes;          /* working set, logits, embedding output */
-  double zero3_gather;         /* ZeRO-3: parameters of one layer gathered at a time */
+  double zero3_gather;         /* ZeRO-3: gathered parameters (and gradients) held at once */
+  int layers;                  /* transformer layers on the rank (ZeRO-3's module sequence) */
   const cm_stage_coef *co;     /* its configuration's coefficients (degrees, DP placement) */
 } rank_cost;
 
@@ -251,6 +263,7 @@ static void coef_from(const cm_model *cm, const cm__cfg *g, const cm__layer_entr
   s->act_bytes = L->act_bytes;
   s->work_bytes = L->work_bytes;
   s->zero3_gather_bytes = zero3_gather_bytes(cm, g);
+  s->recomp_s = L->recomp_s + L->tp_recomp_s + L->ep_recomp_s;
   s->embed_comp_s = e->emb_f + e->emb_b;
   s->embed_bwd_s = e->emb_b;
   s->embed_params = cm->embed_params / g->tp;
@@ -279,6 +292,7 @@ static void add_chunk(const cm_model *cm, const cm_stage_coef *s, int layers, in
   r->act_bytes += n * s->act_bytes;
   if (s->work_bytes > r->other_bytes) r->other_bytes = s->work_bytes;
   r->zero3_gather = s->zero3_gather_bytes;
+  r->layers += layers;
   if (embed) {
     r->comp += s->embed_comp_s;
     r->bwd += s->embed_bwd_s;
@@ -370,14 +384,255 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
                    mem->activations_gib + mem->other_gib + mem->overhead_gib;
 }
 
-/* ZeRO-3 gathers parameters for every forward and backward and reduce-scatters gradients
- * every microbatch; what the compute of the microbatch does not hide is exposed. */
+/* ---- ZeRO-3 as DeepSpeed runs it -------------------------------------------------------------
+ * Hooks on every module gather that module's parameters before its forward, again before its
+ * recomputed forward and before its backward (unless stage3_max_reuse_distance keeps them),
+ * prefetching the next parameters of the step's trace up to stage3_prefetch_bucket_size
+ * elements; parameters under stage3_param_persistence_threshold stay whole. Gradients go to
+ * buckets of reduce_bucket_size elements, reduced when the next gradient would overflow; the
+ * last bucket after the backward. Collectives of one group run one after another on
+ * ProcessGroupNCCL's stream. Every microbatch repeats all of it.
+ * DeepSpeed v0.3.13-v0.5.0 (March-August 2021; deepspeed/runtime/zero/stage3.py,
+ * partition_parameters.py), zero3.sync = 1: one all-gather per parameter into a list of n
+ * views of a freshly zeroed buffer (PyTorch copies the result out, one copy per rank); each
+ * fetch and each gather launch synchronises the device, so a prefetched gather overlaps one
+ * module's compute and no more; no prefetch while stage3_max_live_parameters elements are
+ * gathered; gradient buckets all-reduced (contiguous_gradients off by default).
+ * Today's DeepSpeed (partitioned_param_coordinator.py), zero3.sync = 0: gathers into one
+ * buffer, modules wait on events, the host runs ahead; gradient buckets reduce-scattered.
+ * zero3.prefetch = 0: nothing is prefetched or kept for reuse, every gather starts when its
+ * module does. So DeepSpeed ran from v0.3.13 to v0.5.10: the root module's own pre-forward
+ * hook increments the step before the hook that resets it runs (both are registered on the
+ * root, that one first), so every later module's step is off by one against the trace, and
+ * get_params_to_prefetch and the reuse distance report "Tracing failed" (DeepSpeed issue
+ * #1069, May 2021; the coordinator was rewritten in v0.6.0). */
+
+#define Z3_UNITS CM_Z3_UNITS
+
+/* The parameters gathered for one layer, in forward order, per rank. */
+typedef struct z3_unit {
+  double numel;    /* elements of one parameter */
+  int count;       /* parameters of this shape (local experts), gathered one after another */
+  double share;    /* its part of the layer's compute */
+  double gather_s; /* the all-gathers of all `count` of them, on the stream */
+  double host_s;   /* launching them: one copy per rank, after the device-wide sync */
+} z3_unit;
+
+/* One module of a layer's pattern: forward, recomputed forward or backward of a unit. */
+typedef struct z3_mod {
+  double c;        /* its compute */
+  double gather_s, host_s, numel; /* the gather it needs (0 when its parameters are there) */
+  double grad;     /* gradient elements its backward hands to the buckets */
+  int phase;       /* 0 forward, 1 recomputed forward, 2 backward */
+  int kept;        /* recomputed forward or backward of a unit kept in between */
+} z3_mod;
+
+typedef struct z3_step {
+  const cm_model *cm;
+  const cm_stage_coef *co;
+  z3_mod pat[3 * Z3_UNITS]; /* one layer's forward modules, then its backward ones */
+  int nu, nb;               /* forward and backward modules per layer */
+  long total;               /* modules of one microbatch */
+  int layers;
+} z3_step;
+
+/* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it, on the stream: today,
+ * the collective into one flat buffer; in v0.3 also a zeroed output and PyTorch's copy of each
+ * rank's part out of its own flat buffer (the output is a list of n views; one kernel each). */
+static double z3_gather_time(const cm_model *cm, double numel, const cm_place *pl) {
+  if (pl->ranks <= 1) return 0;
+  double S = numel * cm->act_bytes;
+  if (!cm->p.z3_sync) return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL); /* in place */
+  return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL) + pl->ranks * cm->p.kernel_us * 1e-6 +
+         cm__mem_time(cm, 3 * S);
+}
+
+/* One gradient bucket of `numel` elements: flattened, scaled, reduced, copied back. */
+static double z3_reduce_time(const cm_model *cm, double numel, const cm_place *pl) {
+  if (pl->ranks <= 1 || numel <= 0) return 0;
+  double S = numel * cm->p.grad_comm_bytes;
+  int ar = cm->p.z3_grad_allreduce;
+  return cm_coll_best(cm, ar ? CM_ALL_REDUCE : CM_REDUCE_SCATTER, S, pl, NULL) +
+         cm__mem_time(cm, (ar ? 6 : 4) * S);
+}
+
+/* Whether unit i of a layer is an expert's (gathered over the expert-data-parallel group). */
+static int z3_expert(const cm_model *cm, int i) { return cm->m.experts && i >= 3; }
+
+/* Megatron's layer: QKV, projection, fc1 (gate and up fused under SwiGLU), fc2; MoE: the
+ * router and each local expert's fc1 and fc2, weighted by the tokens they see. */
+static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
+  const spec_model *m = &cm->m;
+  double tp = s->cfg.tp, h = m->hidden, f = m->ffn_hidden, dh = cm->dh;
+  double up = m->ffn == SPEC_FFN_SWIGLU ? 2 : 1;
+  int n = 0;
+  u[n++] = (z3_unit){h * (m->heads + 2.0 * m->kv_heads) * dh / tp, 1, 1, 0, 0};
+  u[n++] = (z3_unit){m->heads * dh * h / tp, 1, 1, 0, 0};
+  if (m->experts) {
+    int local = m->experts / s->cfg.ep;
+    double w = (double)m->top_k * s->cfg.ep / m->experts;
+    u[n++] = (z3_unit){h * m->experts, 1, 1, 0, 0};
+    u[n++] = (z3_unit){up * h * f / tp, local, w, 0, 0};
+    u[n++] = (z3_unit){h * f / tp, local, w, 0, 0};
+  } else {
+    u[n++] = (z3_unit){up * h * f / tp, 1, 1, 0, 0};
+    u[n++] = (z3_unit){h * f / tp, 1, 1, 0, 0};
+  }
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += u[i].numel * u[i].count * u[i].share;
+  for (int i = 0; i < n; i++) {
+    u[i].share = u[i].numel * u[i].count * u[i].share / sum;
+    const cm_place *pl = z3_expert(cm, i) ? &s->edp_pl : &s->dp_pl;
+    if (u[i].numel < cm->p.z3_persist_numel || pl->ranks <= 1) continue;
+    u[i].gather_s = u[i].count * z3_gather_time(cm, u[i].numel, pl);
+    u[i].host_s = cm->p.z3_sync ? u[i].count * pl->ranks * cm->p.kernel_us * 1e-6 : 0;
+  }
+  return n;
+}
+
+int cm_zero3_units(const cm_model *cm, const cm_stage_coef *s, cm_z3_unit *out) {
+  z3_unit u[Z3_UNITS];
+  int n = z3_units(cm, s, u);
+  for (int i = 0; i < n; i++)
+    out[i] = (cm_z3_unit){u[i].numel, u[i].count, z3_expert(cm, i),
+                          u[i].numel >= cm->p.z3_persist_numel};
+  return n;
+}
+
+/* Module t of a microbatch's trace (every layer's forward, then every layer's backward in
+ * reverse; the pattern is the same for every layer). */
+static const z3_mod *z3_at(const z3_step *z, long t) {
+  long fwd = (long)z->layers * z->nu;
+  return t < fwd ? &z->pat[t % z->nu] : &z->pat[z->nu + (t - fwd) % z->nb];
+}
+
+/* Under full recompute a unit stays gathered from its recomputed forward to its backward when
+ * the parameters used in between (the later units, recomputed then back-propagated) are
+ * fewer than stage3_max_reuse_distance. */
+static int z3_kept(const cm_model *cm, const z3_unit *u, int nu, int unit) {
+  double between = 0;
+  for (int k = unit + 1; k < nu; k++) between += 2 * u[k].numel * u[k].count;
+  return between < cm->p.z3_reuse_numel;
+}
+
+/* One layer's module pattern from its units and the stage's per-layer pass times. */
+static void z3_pattern(z3_step *z, const z3_unit *u, int rc) {
+  const cm_stage_coef *co = z->co;
+  double recomp = rc ? co->recomp_s : 0, bwd = co->bwd_s - recomp;
+  double fwd = co->comp_s + co->tp_s + co->cp_s + co->ep_s - co->bwd_s;
+  int n = 0;
+  for (int ph = 0; ph < 3; ph++) {
+    if (ph == 1 && !rc) continue;
+    for (int k = 0; k < z->nu; k++) {
+      int un = ph == 2 ? z->nu - 1 - k : k;
+      const z3_unit *x = &u[un];
+      int kept = ph != 0 && rc && z->cm->p.z3_prefetch && z3_kept(z->cm, u, z->nu, un);
+      int need = x->gather_s > 0 && !(ph == 2 && kept);
+      z->pat[n++] = (z3_mod){
+          .c = x->share * (ph == 0 ? fwd : ph == 1 ? recomp : bwd),
+          .gather_s = need ? x->gather_s : 0, .host_s = need ? x->host_s : 0,
+          .numel = need ? x->numel * x->count : 0, .grad = ph == 2 ? x->numel * x->count : 0,
+          .phase = ph, .kept = kept};
+    }
+  }
+  z->nb = n - z->nu;
+}
+
+/* The bucket reduced when `grad` more elements arrive (DeepSpeed reduces the bucket when the
+ * next gradient would overflow it): its time, 0 when none. */
+static double z3_bucket(const z3_step *z, double grad, double *bucket) {
+  double t = 0;
+  if (grad <= 0) return 0;
+  if (*bucket > 0 && *bucket + grad > z->cm->p.z3_bucket_numel) {
+    t = z3_reduce_time(z->cm, *bucket, &z->co->dp_pl);
+    *bucket = 0;
+  }
+  *bucket += grad;
+  return t;
+}
+
+/* DeepSpeed v0.3 (zero3.sync = 1). Each module's window is the host launching the gathers it
+ * prefetches (each launch synchronises the device, so all but the last are waited for), then
+ * the longer of its compute and, on the stream, the last gather and the gradient bucket its
+ * backward hook reduces (the next module's fetch synchronises the device); a gather nobody
+ * prefetched is waited for in full. Returns the seconds beyond the compute. */
+static double z3_synced(const z3_step *z, double *bucket) {
+  const cm_params *p = &z->cm->p;
+  double exposed = 0, kept_live = 0;
+  long pf = 0; /* the next module whose gather has not been issued */
+  for (long t = 0; t < z->total; t++) {
+    const z3_mod *m = z3_at(z, t);
+    double q = 0;
+    if (pf <= t) {
+      exposed += m->host_s + m->gather_s; /* not prefetched: waited for */
+      pf = t + 1;
+    }
+    /* gathered now: a kept unit (in kept_live until its backward) or this module's */
+    if (m->phase == 2 && m->kept) kept_live -= m->grad;
+    double live = kept_live + (m->phase == 2 && m->kept ? m->grad : m->numel);
+    if (p->z3_prefetch && live < p->z3_live_numel)
+      for (double acc = 0; pf < z->total && acc < p->z3_prefetch_numel; pf++) {
+        const z3_mod *g = z3_at(z, pf);
+        if (g->gather_s <= 0) continue;
+        exposed += q + g->host_s;
+        q = g->gather_s;
+        acc += g->numel;
+      }
+    if (m->phase == 1 && m->kept) kept_live += m->numel;
+    q += z3_bucket(z, m->grad, bucket); /* behind the gather on the stream */
+    exposed += fmax(0, q - m->c);
+  }
+  return exposed;
+}
+
+#define Z3_AHEAD 64
+
+/* Today's DeepSpeed (zero3.sync = 0): a module waits for its own gather only (events, no
+ * device-wide synchronisation) and the host runs ahead, so the stream gathers a module's
+ * parameters as soon as it is free and the module stage3_prefetch_bucket_size elements
+ * earlier has started; a gradient bucket (earlier modules' gradients) joins the stream when the
+ * module whose hook reduces it starts. Returns the seconds beyond the compute. */
+static double z3_pipelined(const z3_step *z, double *bucket) {
+  const cm_params *p = &z->cm->p;
+  double start[Z3_AHEAD] = {0}, stream = 0, done = 0, comp = 0, acc = 0;
+  long j = 0; /* the module whose start issues this gather: acc = gathered elements j..t-1 */
+  for (long t = 0; t < z->total; t++) {
+    const z3_mod *m = z3_at(z, t);
+    if (t > 0) acc += z3_at(z, t - 1)->numel;
+    for (;;) { /* at most the prefetch bucket's elements (and at least one module) ahead */
+      double first = z3_at(z, j)->numel;
+      if (j >= t - 1 || (acc - first < p->z3_prefetch_numel && t - j < Z3_AHEAD - 1)) break;
+      acc -= first;
+      j++;
+    }
+    double ready = done;
+    if (m->gather_s > 0) {
+      double issue = !p->z3_prefetch ? done : t > 0 ? start[j % Z3_AHEAD] : 0;
+      stream = fmax(stream, issue) + m->gather_s;
+      ready = fmax(ready, stream);
+    }
+    start[t % Z3_AHEAD] = ready;
+    done = ready + m->c;
+    comp += m->c;
+    double red = z3_bucket(z, m->grad, bucket); /* earlier modules' gradients: ready at its start */
+    if (red > 0) stream = fmax(stream, ready) + red;
+  }
+  return fmax(0, done - comp);
+}
+
+/* Seconds of ZeRO-3 communication one microbatch exposes on a rank: the gathers and gradient
+ * reductions its compute does not hide, and the last bucket, reduced after the backward. */
 static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
-  const cm_place *pl = &r->co->dp_pl;
-  double n = r->params + r->expert_params;
-  double c3 = 2 * cm_coll_best(cm, CM_ALL_GATHER, n * cm->act_bytes, pl, NULL) +
-              cm_coll_best(cm, CM_REDUCE_SCATTER, n * cm->p.grad_comm_bytes, pl, NULL);
-  return fmax(0, c3 - r->comp);
+  const cm_stage_coef *co = r->co;
+  if (r->layers <= 0 || co->cfg.dp * co->cfg.cp <= 1) return 0;
+  z3_step z = {.cm = cm, .co = co, .layers = r->layers};
+  z3_unit u[Z3_UNITS];
+  z.nu = z3_units(cm, co, u);
+  z3_pattern(&z, u, co->cfg.recompute == SPEC_RECOMPUTE_FULL);
+  z.total = (long)z.layers * (z.nu + z.nb);
+  double bucket = 0;
+  double exposed = cm->p.z3_sync ? z3_synced(&z, &bucket) : z3_pipelined(&z, &bucket);
+  return exposed + z3_reduce_time(cm, bucket, &co->dp_pl);
 }
 
 int cm_stage_coef_get(cm_model *cm, const cm_stage_cfg *g, const int *gpus, int n,

@@ -89,6 +89,22 @@ static const param_row rows[] = {
     I(tp_comm_overlap, "tp_comm_overlap", 0, 1, "TP collectives overlap GEMMs"),
     I(pp_scatter_gather, "pp_scatter_gather", 0, 1, "PP sends 1/tp of the activation per TP rank"),
     I(pp_p2p_per_mb, "pp_p2p_per_mb", 1, 8, "PP transfers per microbatch on the critical path"),
+    D(z3_persist_numel, "zero3.persist_numel", 0, 1e13,
+      "ZeRO-3: parameters below this many elements stay whole (stage3_param_persistence_threshold)"),
+    D(z3_prefetch_numel, "zero3.prefetch_numel", 0, 1e13,
+      "ZeRO-3: elements prefetched ahead (stage3_prefetch_bucket_size)"),
+    D(z3_live_numel, "zero3.live_numel", 0, 1e13,
+      "ZeRO-3: no prefetch while this many elements are gathered (stage3_max_live_parameters)"),
+    D(z3_reuse_numel, "zero3.reuse_numel", 0, 1e13,
+      "ZeRO-3: kept gathered when reused within this many elements (stage3_max_reuse_distance)"),
+    D(z3_bucket_numel, "zero3.bucket_numel", 1, 1e13,
+      "ZeRO-3: gradient elements per reduction (reduce_bucket_size)"),
+    I(z3_grad_allreduce, "zero3.grad_allreduce", 0, 1,
+      "ZeRO-3: 1 all-reduces gradient buckets (contiguous_gradients off), 0 reduce-scatters"),
+    I(z3_prefetch, "zero3.prefetch", 0, 1,
+      "ZeRO-3: 0 no prefetch, no reuse (DeepSpeed v0.3.13-v0.5.10: trace off by one)"),
+    I(z3_sync, "zero3.sync", 0, 1,
+      "ZeRO-3: 1 DeepSpeed v0.3 (per-rank views, device sync per module), 0 today's"),
 };
 #undef D
 #undef I

@@ -8,7 +8,7 @@
  * TFLOP/s per GPU through the row's own FLOP formula:
  *   sc21: F = k B s l h^2 (1 + s/(6h) + V/(16 l h)), k = 96 with full recompute, else 72
  *         (Narayanan et al. SC'21 eq. 3), iteration time = F / (TFLOP/s * 1e12 * GPUs).
- * Error = predicted / published - 1. The same cost-model parameters serve every row; only
+ * Error = predicted / published - 1; Kendall's tau-b ranks each set of runs of one model. The same cost-model parameters serve every row; only
  * what the source states (or its own scripts show) about the software differs. */
 #include <errno.h>
 #include <jansson.h>
@@ -166,6 +166,75 @@ static int write_csv(const char *dir, const row_result *rs, int n, pp_err *err) 
             r->row, r->set, r->source, r->model, r->gpus, r->plan, r->basis, r->published_s,
             r->predicted_s, r->err_pct, r->mem_gib, r->feasible, r->r.mfu, r->r.t.compute_s,
             r->r.t.tp_comm_s, r->r.t.pp_bubble_s, r->r.t.dp_comm_s);
+  }
+  if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    remove(tmp);
+    return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
+  }
+  return PP_OK;
+}
+
+double study_kendall_tau(const double *x, const double *y, int n, int *concordant,
+                         int *discordant) {
+  long c = 0, d = 0, tx = 0, ty = 0, pairs = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) {
+      int sx = (x[i] > x[j]) - (x[i] < x[j]), sy = (y[i] > y[j]) - (y[i] < y[j]);
+      pairs++;
+      tx += sx == 0;
+      ty += sy == 0;
+      if (sx && sy && sx == sy) c++;
+      if (sx && sy && sx != sy) d++;
+    }
+  if (concordant) *concordant = (int)c;
+  if (discordant) *discordant = (int)d;
+  double den = sqrt((double)(pairs - tx) * (double)(pairs - ty));
+  return den > 0 ? (double)(c - d) / den : 0;
+}
+
+/* Runs of one model: one source, one GPU type and the same model shape. */
+static int same_set(const row_result *a, const row_result *b) {
+  const spec_model *x = &a->m, *y = &b->m;
+  return strcmp(a->source, b->source) == 0 && strcmp(a->c.gpu.name, b->c.gpu.name) == 0 &&
+         x->layers == y->layers && x->hidden == y->hidden && x->heads == y->heads &&
+         x->ffn_hidden == y->ffn_hidden && x->seq_len == y->seq_len && x->vocab == y->vocab &&
+         x->experts == y->experts;
+}
+
+/* Kendall's tau per set of runs of one model with at least 3 rows (several plans). */
+static void rank_sets(const row_result *rs, int n, FILE *out, study_validate_summary *sum) {
+  fprintf(out, "\nRanking: Kendall's tau-b of predicted vs published iteration time, per set of "
+               "runs\nof one model (one source, one GPU type, the same model shape; at least 3 "
+               "rows):\n");
+  fprintf(out, "  %-12s %-40s %-10s %4s %4s %4s %7s\n", "source", "model (first row)", "GPU",
+          "rows", "conc", "disc", "tau");
+  for (int i = 0; i < n; i++) {
+    int first = 1, k = 0;
+    for (int j = 0; j < i; j++) first &= !same_set(&rs[j], &rs[i]);
+    if (!first) continue;
+    double pub[256], pred[256];
+    for (int j = i; j < n && k < 256; j++)
+      if (same_set(&rs[j], &rs[i])) pub[k] = rs[j].published_s, pred[k++] = rs[j].predicted_s;
+    if (k < 3 || sum->rank_groups == STUDY_RANK_GROUPS) continue;
+    study_rank_group *g = &sum->rank[sum->rank_groups++];
+    snprintf(g->name, sizeof g->name, "%s %s", rs[i].source, rs[i].model);
+    g->rows = k;
+    g->tau = study_kendall_tau(pred, pub, k, &g->concordant, &g->discordant);
+    fprintf(out, "  %-12s %-40.40s %-10.10s %4d %4d %4d %+7.2f\n", rs[i].source, rs[i].model,
+            rs[i].c.gpu.name, k, g->concordant, g->discordant, g->tau);
+  }
+}
+
+static int write_rank_csv(const char *dir, const study_validate_summary *sum, pp_err *err) {
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/validate_rank.csv", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  fprintf(f, "set,rows,concordant,discordant,tau\n");
+  for (int i = 0; i < sum->rank_groups; i++) {
+    const study_rank_group *g = &sum->rank[i];
+    fprintf(f, "\"%s\",%d,%d,%d,%.4f\n", g->name, g->rows, g->concordant, g->discordant, g->tau);
   }
   if (fclose(f) != 0 || rename(tmp, path) != 0) {
     remove(tmp);
@@ -432,6 +501,7 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
   }
   fprintf(out, "  %d rows predicted, %d skipped, %d predicted not to fit\n", sum->used,
           sum->skipped, sum->infeasible);
+  rank_sets(rs, n, out, sum);
   fprintf(out,
           "\nMemory of every published configuration: %d rows evaluated (%d skipped rows lack "
           "the plan, batch, recompute or cluster), %d predicted not to fit; tightest headroom "
@@ -439,7 +509,9 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
           sum->mem_rows, sum->mem_incomplete, sum->mem_infeasible, sum->min_headroom_gib,
           sum->min_headroom_row);
   if ((rc = coll_curves(o->busbw, out, sum, err))) goto done;
-  if (o->out_dir && (rc = write_csv(o->out_dir, rs, n, err))) goto done;
+  if (o->out_dir && ((rc = write_csv(o->out_dir, rs, n, err)) ||
+                     (rc = write_rank_csv(o->out_dir, sum, err))))
+    goto done;
   if (o->db && (rc = store_rows(o->db, rs, n, err))) goto done;
 done:
   for (int i = 0; i < n; i++) spec_plan_clear(&rs[i].p);

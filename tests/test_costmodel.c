@@ -5,7 +5,8 @@
  * FLOP counts, Korthikanti et al. 2022 activation memory (Table 2), GEMM efficiency at the
  * measured point; monotonicity (more data parallelism never raises memory per GPU, a slower
  * fabric never makes a plan faster); throughput and MFU at another iteration time
- * (cm_throughput, as the simulator's caller uses it); an infeasible plan says by how much. */
+ * (cm_throughput, as the simulator's caller uses it); an infeasible plan says by how much;
+ * ZeRO-3's per-module gathers stop SC'21 Table 2's plans from scaling (zero3_scaling). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -413,7 +414,78 @@ static void ops_flops(void) {
   }
 }
 
+/* ZeRO-3 as DeepSpeed v0.3 runs it (zero3.sync=1, zero3.grad_allreduce=1), on SC'21 Table 2's
+ * GPT-175B plans (dgx-a100, gbs 1536, full recompute, 2021 software): doubling the GPUs from
+ * 768 to 1536 (mbs 2 -> 1) no longer halves the iteration time, because every module's gathers
+ * cross all ranks and their cost per rank does not shrink; disabling prefetch
+ * (zero3.live_numel below every parameter) exposes more, keeping every parameter whole
+ * (zero3.persist_numel above every parameter) exposes only the gradient reductions; a
+ * reduce-scatter of the buckets changes the exposed time (at 1536 ranks NCCL runs the bucket's
+ * all-reduce as a tree, log-depth latency, but a reduce-scatter only as a ring of n-1 steps, so
+ * neither is faster for every bucket size), and today's DeepSpeed
+ * (zero3.sync=0: the pipelined path) less than v0.3's device synchronisation per module;
+ * without prefetch and reuse (zero3.prefetch=0, DeepSpeed's off-by-one trace) both paths
+ * expose more;
+ * cm_zero3_units lists GPT-3 175B's four gathered matrices per layer. */
+static void zero3_scaling(void) {
+  const char *sw = "flash_attention=0,dropout=1,overlap_grad_reduce=0,overlap_param_gather=0,"
+                   "grad_comm_bytes=2,zero3.sync=1,zero3.grad_allreduce=1";
+  const char *plans[] = {"dp=384,mbs=4,gbs=1536,recompute=full,zero=3",
+                         "dp=768,mbs=2,gbs=1536,recompute=full,zero=3",
+                         "dp=1536,mbs=1,gbs=1536,recompute=full,zero=3"};
+  int gpus[] = {384, 768, 1536};
+  double t[3], dp[3];
+  for (int i = 0; i < 3; i++) {
+    cm_model *cm = make("gpt3-175b", "dgx-a100", gpus[i], sw);
+    cm_result r;
+    CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", gpus[i], plans[i], &r), 0);
+    t[i] = r.iter_time_s, dp[i] = r.t.dp_comm_s;
+    cm_model_destroy(cm);
+  }
+  CHECK(dp[0] < dp[1] && dp[1] < dp[2]);
+  CHECK(t[1] / t[2] < 1.8); /* the whole-model collective of before gave 1.93 */
+  char buf[256];
+  const char *variants[] = {"", ",zero3.live_numel=1e8", ",zero3.persist_numel=1e13",
+                            ",zero3.grad_allreduce=0", ",zero3.sync=0", ",zero3.prefetch=0",
+                            ",zero3.sync=0,zero3.prefetch=0"};
+  double v[7];
+  for (int i = 0; i < 7; i++) {
+    snprintf(buf, sizeof buf, "%s%s", sw, variants[i]);
+    cm_model *cm = make("gpt3-175b", "dgx-a100", 1536, buf);
+    cm_result r;
+    CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", 1536, plans[2], &r), 0);
+    v[i] = r.t.dp_comm_s;
+    cm_model_destroy(cm);
+  }
+  CHECK(v[1] > v[0] * 1.2);
+  CHECK(v[2] < v[0] && v[2] > 0);
+  CHECK(v[3] != v[0]);
+  CHECK(v[4] < v[0]);
+  CHECK(v[5] > v[1]); /* no prefetch and no reuse: more than no prefetch alone */
+  CHECK(v[6] > v[4]);
+  /* the units it gathers per layer: QKV 3h^2, projection h^2, fc1 and fc2 4h^2 each (tp=1) */
+  cm_model *cm = make("gpt3-175b", "dgx-a100", 8, NULL);
+  int ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  cm_stage_cfg cfg = {1, 1, 8, 1, 1, 0, SPEC_RECOMPUTE_FULL};
+  cm_stage_coef co;
+  pp_err err = {0};
+  CHECK_EQ(cm_stage_coef_get(cm, &cfg, ids, 8, &co, &err), 0);
+  cm_z3_unit u[CM_Z3_UNITS];
+  double h = 12288;
+  CHECK_EQ(cm_zero3_units(cm, &co, u), 4);
+  CHECK_NEAR(u[0].numel, 3 * h * h, 1);
+  CHECK_NEAR(u[1].numel, h * h, 1);
+  CHECK_NEAR(u[2].numel, 4 * h * h, 1);
+  CHECK_NEAR(u[3].numel, 4 * h * h, 1);
+  CHECK(u[0].gathered && u[3].count == 1 && !u[3].expert);
+  cm_model_destroy(cm);
+  fprintf(stderr, "zero3: 175B %.1f/%.1f/%.1f s; exposed %.1f, no prefetch %.1f, whole %.1f, "
+                  "reduce-scatter %.1f, today's %.1f, trace off by one %.1f (today's %.1f) s\n",
+          t[0], t[1], t[2], v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+}
+
 int main(void) {
+  zero3_scaling();
   ops_flops();
   nonuniform();
   ring_formula();

@@ -4,8 +4,11 @@
  * 10% of the published nccl-tests curves for messages >= 64 MiB, and at least 29 of the 36
  * multi-node and NVLink-domain points within 15%), its CSV and its rows in a
  * real database. Also `podplan predict` through the CLI: the JSON keys of docs/cli.md
- * and an infeasible plan that says by how much. */
+ * and an infeasible plan that says by how much. Kendall's tau-b on hand-checked examples and
+ * per set of runs of one model (validate_rank.csv). */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "podplan/study.h"
@@ -34,6 +37,23 @@ static void study(const char *dir) {
   CHECK(s.coll_multi_within >= 29);
   fprintf(stderr, "target MAPE %.1f%% (max %.1f%%), holdout MAPE %.1f%%, busbw max %.1f%%\n",
           s.target_mape, s.target_max, s.holdout_mape, s.coll_max_err);
+  /* Kendall's tau per set of runs of one model: SC'21 Table 2's GPT-175B and GPT-530B sets
+   * (three ZeRO-3 and three PTD-P rows each) are among them, and validate_rank.csv has a line
+   * per set */
+  int t2 = 0;
+  for (int i = 0; i < s.rank_groups; i++) {
+    CHECK(s.rank[i].tau >= -1 && s.rank[i].tau <= 1);
+    if (strncmp(s.rank[i].name, "SC'21 T2", 8) == 0) {
+      CHECK_EQ(s.rank[i].rows, 6);
+      t2++;
+    }
+  }
+  CHECK_EQ(t2, 2);
+  char *rank_csv = tu_path(out, "validate_rank.csv");
+  char *rank_text = tu_read(rank_csv, NULL);
+  CHECK(rank_text != NULL);
+  CHECK_EQ(tu_lines(rank_text), s.rank_groups + 1);
+  free(rank_text), free(rank_csv);
   char *csv = tu_path(out, "validate.csv");
   char *text = tu_read(csv, NULL);
   CHECK(text != NULL);
@@ -54,6 +74,23 @@ static void study(const char *dir) {
   CHECK_EQ(study_validate(&ob, &s, &err), PP_INPUT);
   CHECK_CONTAINS(err.msg, "unterminated quoted field");
   free(text), free(csv), free(db), free(out), free(bad);
+}
+
+/* Kendall's tau-b on hand-checked examples: 1 2 3 4 against 1 3 2 4 has 5 concordant pairs
+ * and 1 discordant, tau = (5 - 1) / 6; 1 2 3 against 1 1 2 has 2 concordant pairs and one
+ * tied in y, tau = 2 / sqrt(3 * 2); reversed order gives -1; all ties give 0. */
+static void kendall(void) {
+  double a[] = {1, 2, 3, 4}, b[] = {1, 3, 2, 4}, c[] = {1, 2, 3}, d[] = {1, 1, 2};
+  double rev[] = {4, 3, 2, 1}, same[] = {5, 5, 5, 5};
+  int cc = -1, dd = -1;
+  CHECK_NEAR(study_kendall_tau(a, b, 4, &cc, &dd), 4.0 / 6.0, 1e-12);
+  CHECK_EQ(cc, 5);
+  CHECK_EQ(dd, 1);
+  CHECK_NEAR(study_kendall_tau(c, d, 3, &cc, &dd), 2.0 / sqrt(6.0), 1e-12);
+  CHECK_EQ(cc, 2);
+  CHECK_EQ(dd, 0);
+  CHECK_NEAR(study_kendall_tau(a, rev, 4, NULL, NULL), -1.0, 1e-12);
+  CHECK_NEAR(study_kendall_tau(a, same, 4, NULL, NULL), 0.0, 1e-12);
 }
 
 static void predict_cli(const char *bin) {
@@ -88,6 +125,7 @@ static void predict_cli(const char *bin) {
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   char *dir = tu_tmpdir("study");
+  kendall();
   study(dir);
   predict_cli(argv[1]);
   tu_rmtree(dir);

@@ -121,6 +121,23 @@ typedef struct cm_params {
   int pp_p2p_per_mb;         /* transfers per microbatch on a stage's critical path: 2 when
                                 send and receive are combined (Megatron), 4 when each is a
                                 separate blocking call (DeepSpeed's 2021 pipeline engine) */
+  /* ZeRO-3 as DeepSpeed runs it: one all-gather per parameter, per module (defaults of
+   * deepspeed/runtime/zero/constants.py v0.3.13-v0.5.0, 2021, and config.py today:
+   * the sizes are the same) */
+  double z3_persist_numel;   /* stage3_param_persistence_threshold: smaller ones stay whole */
+  double z3_prefetch_numel;  /* stage3_prefetch_bucket_size: elements prefetched ahead */
+  double z3_live_numel;      /* stage3_max_live_parameters: no prefetch while this many are
+                                gathered */
+  double z3_reuse_numel;     /* stage3_max_reuse_distance: a parameter reused within this
+                                many elements stays gathered */
+  double z3_bucket_numel;    /* reduce_bucket_size: gradient elements per reduction */
+  int z3_grad_allreduce;     /* 1: gradient buckets all-reduced (contiguous_gradients off, the
+                                ZeRO-3 default of v0.3); 0: reduce-scattered (today) */
+  int z3_prefetch;           /* 0: no prefetch and nothing kept for reuse (DeepSpeed
+                                v0.3.13-v0.5.10: the step trace is off by one, issue #1069) */
+  int z3_sync;               /* 1: DeepSpeed v0.3: one gather per parameter into a list of
+                                per-rank views, the device synchronised at every module;
+                                0: today's: gathers into one buffer, event waits */
 } cm_params;
 
 /* Defaults from published figures and measurements (benchmarks/data, docs/models.md), the
@@ -209,7 +226,9 @@ void cm_throughput(const cm_model *cm, const spec_plan *p, double iter_time_s, c
  * What cm_eval charges one stage of a non-uniform plan, split so that a search can price a
  * stage of any layer count from one set of coefficients: a stage's time per microbatch and
  * its memory are linear in its layer count plus the embedding (first stage) and the LM head
- * (last stage). cm_eval prices non-uniform stages through these very functions, so a search
+ * (last stage), except under ZeRO-3, whose exposed gathers and reductions depend on the whole
+ * module sequence (the first gather and the last gradient bucket once per microbatch,
+ * prefetch limits): ZeRO-3 plans have one stage. cm_eval prices non-uniform stages through these very functions, so a search
  * that adds them up sees exactly what cm_eval will charge for the stages (the pipeline
  * bubble, stage-to-stage transfers and the data-parallel tail are added by cm_eval). */
 typedef struct cm_stage_cfg {
@@ -228,6 +247,7 @@ typedef struct cm_stage_coef {
   double act_bytes;                /* activations kept for the backward */
   double work_bytes;               /* transient working set (not multiplied by layers) */
   double zero3_gather_bytes;       /* ZeRO-3: gathered parameters (and gradients) held at once */
+  double recomp_s;                 /* recomputed forward (+ its TP/EP) inside bwd_s */
   /* the first stage's embedding and the last stage's final norm, LM head and loss */
   double embed_comp_s, embed_bwd_s, embed_params, embed_mem_bytes;
   double head_comp_s, head_bwd_s, head_params, head_mem_bytes;
@@ -238,6 +258,21 @@ typedef struct cm_stage_coef {
  * then cp, then dp). PP_PLAN when n != tp*cp*dp or a degree is below 1. */
 int cm_stage_coef_get(cm_model *cm, const cm_stage_cfg *g, const int *gpus, int n,
                       cm_stage_coef *out, pp_err *err);
+/* The parameters ZeRO-3 gathers for one layer of a stage, in forward order, as cm_eval prices
+ * them (DeepSpeed: one all-gather per parameter before each forward, recomputed forward and
+ * backward; docs/models.md): elements of one parameter, parameters of that shape gathered one
+ * after another (local experts), 1 when over the expert-data-parallel group, and whether it is
+ * gathered at all (below zero3.persist_numel it stays whole). Returns how many (at most
+ * CM_Z3_UNITS). */
+#define CM_Z3_UNITS 6
+typedef struct cm_z3_unit {
+  double numel;
+  int count;
+  int expert;
+  int gathered;
+} cm_z3_unit;
+int cm_zero3_units(const cm_model *cm, const cm_stage_coef *s, cm_z3_unit *out);
+
 /* Time per microbatch of a stage of `layers` layers (first: it holds the embedding; last: the
  * LM head) under ZeRO stage `zero`: compute and exposed TP/CP/EP communication (and, under
  * ZeRO-3, the per-microbatch gathers the compute does not hide). */

@@ -17,6 +17,17 @@ typedef struct study_validate_opts {
   FILE *out;           /* the table and the MAPE summary; NULL: stdout */
 } study_validate_opts;
 
+/* Kendall's rank correlation of one set of published runs of one model with several plans:
+ * the rows of one source whose models have the same shape (layers, hidden, heads, FFN, sequence,
+ * vocabulary, experts), predicted against published iteration time. */
+#define STUDY_RANK_GROUPS 16
+typedef struct study_rank_group {
+  char name[64];        /* "<source> <model name of its first row>" */
+  int rows;
+  int concordant, discordant; /* pairs ordered alike / oppositely (ties in either: neither) */
+  double tau;           /* Kendall's tau-b */
+} study_rank_group;
+
 typedef struct study_validate_summary {
   int rows, used, skipped;     /* rows read, predicted, not usable */
   int target_rows;             /* rows of the accuracy target (SC'21 Table 1, Korthikanti, MT-NLG) */
@@ -40,14 +51,23 @@ typedef struct study_validate_summary {
   double coll_multi_max_err;   /* largest |error| among them, percent */
   int coll_flagged;            /* points of systems their authors report as underperforming
                                   (printed, not counted above) */
+  int rank_groups;             /* sets of runs of one model with at least 3 rows */
+  study_rank_group rank[STUDY_RANK_GROUPS];
 } study_validate_summary;
 
+/* Kendall's tau-b of x against y over n pairs: (C - D) / sqrt((P - Tx)(P - Ty)), P = n(n-1)/2
+ * pairs, C and D the concordant and discordant pairs, Tx and Ty the pairs tied in x and in y.
+ * 0 when every pair ties in x or in y (or n < 2). concordant and discordant may be NULL. */
+double study_kendall_tau(const double *x, const double *y, int n, int *concordant,
+                         int *discordant);
+
 /* Predicts every usable row, prints the per-row table and the MAPE per source, per set and
- * overall, the memory check over every row complete enough to evaluate (the skipped rows
- * included) with the tightest headroom, then the predicted against the published bus
- * bandwidths (all-reduce, all-gather, reduce-scatter; one node, several nodes, NVLink domains);
- * writes
- * out_dir/validate.csv and stores the scores (source published and costmodel) in one
+ * overall, Kendall's tau per set of runs of one model (study_rank_group), the memory check over
+ * every row complete enough to evaluate (the skipped rows included) with the tightest headroom,
+ * then the predicted against the published bus bandwidths (all-reduce, all-gather,
+ * reduce-scatter; one node, several nodes, NVLink domains); writes out_dir/validate.csv and
+ * out_dir/validate_rank.csv (one line per set: source, model, rows, concordant, discordant,
+ * tau) and stores the scores (source published and costmodel) in one
  * transaction. */
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err);
 
