@@ -225,17 +225,14 @@ typedef struct rank_cost {
 
 static double rc_total(const rank_cost *r) { return r->comp + r->tp + r->cp + r->ep + r->dp; }
 
-/* ZeRO-3's gathered parameters held at once on a GPU of configuration g, bytes. PyTorch FSDP
- * (zero3_live_params = 0) gathers a transformer block per unit and prefetches the next: two
- * layers. DeepSpeed gathers per submodule (each Linear) and releases it after use
+/* ZeRO-3's gathered parameters held at once on a GPU of configuration g, bytes. DeepSpeed
+ * gathers per submodule (each Linear) and releases it after use
  * (partitioned_param_coordinator.py): prefetching stops once the live parameters would pass
  * stage3_max_live_parameters, so it holds the largest weight w and, while w is under the
  * limit, the next one; in backward the module's unreduced gradient (w) besides. */
 static double zero3_gather_bytes(const cm_model *cm, const cm__cfg *g) {
   const spec_model *m = &cm->m;
-  double live = cm->p.zero3_live_params;
-  if (live <= 0) return 2.0 * (cm->layer_dense_params / g->tp +
-                               cm->layer_expert_params / ((double)g->tp * g->ep)) * cm->act_bytes;
+  double live = cm->p.z3_live_numel;
   double h = m->hidden, dh = cm->dh, f = m->ffn_hidden;
   double w[] = {h * (m->heads + 2.0 * m->kv_heads) * dh, m->heads * dh * h,
                 h * f * (m->ffn == SPEC_FFN_SWIGLU ? 2 : 1), f * h};

@@ -80,8 +80,6 @@ static const param_row rows[] = {
     D(grad_bytes, "grad_bytes", 1, 8, "bytes per gradient element kept"),
     D(grad_comm_bytes, "grad_comm_bytes", 1, 8, "bytes per gradient element reduced"),
     I(fp8_params, "fp8_params", 0, 1, "fp8 models: weights kept in fp8 (no bf16 copy)"),
-    D(zero3_live_params, "zero3_live_params", 0, 1e13,
-      "ZeRO-3: 0 gathers whole layers (FSDP); >0 DeepSpeed's stage3_max_live_parameters"),
     I(flash_attention, "flash_attention", 0, 1, "1: flash attention; 0: unfused (2021)"),
     I(dropout, "dropout", 0, 1, "1: dropout layers"),
     I(overlap_grad_reduce, "overlap_grad_reduce", 0, 1, "DP reduction overlaps backward"),

@@ -107,9 +107,6 @@ typedef struct cm_params {
   int fp8_params;             /* fp8 models: 1 when the weights are kept in fp8 (TE
                                 fp8_model_init, Megatron --fp8-param-gather, NeMo fp8_params);
                                 0: bf16 weights plus TE's cached fp8 copy and transpose */
-  double zero3_live_params;  /* ZeRO-3 gathering: 0 per transformer block (PyTorch FSDP, one
-                                block wrapped per unit, the next prefetched); > 0 per Linear
-                                with DeepSpeed's stage3_max_live_parameters (1e9 default) */
   /* the training software being modelled */
   int flash_attention;       /* 0: unfused softmax with s^2 activations (Megatron 2021) */
   int dropout;               /* 1: dropout layers (GPT-era), 0: none (Llama-era) */
