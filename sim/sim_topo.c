@@ -244,11 +244,19 @@ int sim__platform_write(const sim__topo *t, const sim__pairs *pairs, FILE *f) {
     sim__host_name(t, h, a, sizeof a);
     fprintf(f, "<host id=\"%s\" speed=\"1f\"/>\n", a);
   }
+  /* a split-duplex link is written as its two directions, <name>_UP and <name>_DOWN, each a
+   * shared link of its own: what SPLITDUPLEX makes, except that SimGrid 3.32's link-load
+   * plugin can track them (it crashes on the halves of a SPLITDUPLEX link) */
   for (int l = 0; l < t->nlinks; l++) {
     sim__link_name(t, l, a, sizeof a);
-    int duplex = sim__link_kind_of(t, l) != SIM__L_TOR;
-    fprintf(f, "<link id=\"%s\" bandwidth=\"%.6eBps\" latency=\"0s\"%s/>\n", a,
-            sim__link_bw(t, l), duplex ? " sharing_policy=\"SPLITDUPLEX\"" : "");
+    double bw = sim__link_bw(t, l);
+    if (sim__link_kind_of(t, l) == SIM__L_TOR) {
+      fprintf(f, "<link id=\"%s\" bandwidth=\"%.6eBps\" latency=\"0s\"/>\n", a, bw);
+      continue;
+    }
+    for (int d = 0; d < 2; d++)
+      fprintf(f, "<link id=\"%s_%s\" bandwidth=\"%.6eBps\" latency=\"0s\"/>\n", a,
+              d ? "DOWN" : "UP", bw);
   }
   sim__hop hops[SIM__MAXHOPS];
   for (size_t i = 0; i < pairs->cap; i++) {
@@ -265,7 +273,7 @@ int sim__platform_write(const sim__topo *t, const sim__pairs *pairs, FILE *f) {
       if (sim__link_kind_of(t, hops[j].link) == SIM__L_TOR)
         fprintf(f, "<link_ctn id=\"%s\"/>", a);
       else
-        fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", a, hops[j].up ? "UP" : "DOWN");
+        fprintf(f, "<link_ctn id=\"%s_%s\"/>", a, hops[j].up ? "UP" : "DOWN");
     }
     fprintf(f, "</route>\n");
   }
