@@ -286,14 +286,26 @@ typedef struct relay {
   nvls_inst in;
 } relay;
 
-static void nvls_inst_get(const sim__world *w, const sim__group *g, double bytes, nvls_inst *o) {
+/* The placement NVLS is priced on: the group's, with the GPUs' NVLink level marked crossed
+ * (cm_topo.c leaves it out for a group with one GPU per node, and cm_coll.c then refuses NVLS,
+ * though every member streams through its own port to the switch). */
+static cm_place nvls_place(const sim__group *g) {
+  cm_place pl = g->pl;
+  pl.key = 0;
+  pl.levels |= 1u << CM_LVL_NVLINK;
+  return pl;
+}
+
+/* The cost model's parts of one NVLS all-reduce on g and what the relays move; PP_INPUT when
+ * it cannot run there. */
+static int nvls_inst_get(const sim__world *w, const sim__group *g, double bytes, nvls_inst *o) {
   cm_coll_parts p, node;
-  cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &g->pl, &p);
+  cm_place pl = nvls_place(g);
+  if (cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &pl, &p)) return PP_INPUT;
   /* the switch's reduction rate: the same placement without the level above the node */
-  cm_place inside = g->pl;
-  inside.key = 0;
+  cm_place inside = pl;
   inside.levels &= ~(1u << CM_LVL_NVLINK_UP);
-  cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &inside, &node);
+  if (cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &inside, &node)) return PP_INPUT;
   memset(o, 0, sizeof *o);
   o->port = p.vol_bytes / p.ramp * (w->topo.f.nvlink_Bps / node.bw_Bps);
   o->upl = bytes / p.ramp;
@@ -301,12 +313,14 @@ static void nvls_inst_get(const sim__world *w, const sim__group *g, double bytes
   o->step = w->fidelity == SIM_STEP;
   o->lat = p.lat_s;
   if (o->step) {
-    o->chunks = (int)ceil(o->port / SIM__NVLS_CHUNK);
-    if (o->chunks < 1) o->chunks = 1;
-    if (o->chunks > SIM__NVLS_MAXCHUNKS) o->chunks = SIM__NVLS_MAXCHUNKS;
-    /* the fill (depth - 1 chunk times alone) is part of the cost model's latency */
-    o->lat -= (o->depth - 1.0) / o->chunks * p.vol_bytes / (p.ramp * p.bw_Bps);
+    /* chunks of SIM__NVLS_CHUNK, or more when the fill (depth - 1 chunk times alone), which is
+     * part of the cost model's latency, would not fit in it; at most SIM__NVLS_MAXCHUNKS */
+    double tbw = p.vol_bytes / (p.ramp * p.bw_Bps);
+    double k = fmax(ceil(o->port / SIM__NVLS_CHUNK), o->lat > 0 ? ceil((o->depth - 1) * tbw / o->lat) : 1);
+    o->chunks = k < 1 ? 1 : k > SIM__NVLS_MAXCHUNKS ? SIM__NVLS_MAXCHUNKS : (int)k;
+    o->lat -= (o->depth - 1.0) / o->chunks * tbw;
   }
+  return PP_OK;
 }
 
 /* In round r of the pipeline, the chunk a stage at `lag` rounds handles (-1: none). */
@@ -434,15 +448,14 @@ static void relays_for(sim__world *w, int gi, int member, const nvls_inst *in) {
 
 static void coll_nvls(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
   const sim__group *g = &w->groups[gi];
-  cm_coll_parts p;
-  if (c != CM_ALL_REDUCE || !g->relay_node ||
-      cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &g->pl, &p)) {
-    coll_ring(w, gi, member, c, CM_ALGO_RING, bytes); /* NVLS cannot run there */
+  nvls_inst in;
+  (void)a;
+  if (c != CM_ALL_REDUCE || !g->relay_node || nvls_inst_get(w, g, bytes, &in)) {
+    /* NVLS cannot run there (sim_collectives refuses such jobs; the cost model never picks
+     * it there): a ring, on the routes of the group's ring if the run has them */
+    coll_ring(w, gi, member, c, CM_ALGO_RING, bytes);
     return;
   }
-  (void)a;
-  nvls_inst in;
-  nvls_inst_get(w, g, bytes, &in);
   relays_for(w, gi, member, &in);
   int me = g->gpus[member], sw = sim__nvs_of(&w->topo, me, 0);
   sg_comm_t cm[3];

@@ -478,6 +478,7 @@ static int world_init(sim__world *w, cm_model *cm, sim_fidelity fid, int ngpu, p
   memset(w, 0, sizeof *w);
   w->cm = cm;
   sim__topo_init(&w->topo, cm_model_cluster(cm), cm);
+  if (sim__topo_check(&w->topo, err)) return err->code;
   w->fidelity = fid;
   w->ngpu = ngpu;
   w->prog = calloc((size_t)ngpu, sizeof *w->prog);
@@ -535,6 +536,10 @@ int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f,
       rc = rc ? rc : err->code;
       break;
     }
+    if (jobs[j].algo == CM_ALGO_NVLS && jobs[j].n > 1 &&
+        (jobs[j].coll != CM_ALL_REDUCE || !w.groups[gi].relay_node))
+      rc = pp_err_set(err, PP_INPUT, "sim: job %d: NVLS runs all-reduces inside one NVLink "
+                      "domain whose switches reduce", j);
     w.groups[gi].actor0 = at;
     for (int k = 0; k < jobs[j].n && !rc; k++, at++) {
       w.host_of[at] = jobs[j].gpus[k];
@@ -554,6 +559,7 @@ int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f,
       for (int k = 0; k < jobs[j].n; k++, a++)
         if (w.gpu_end[a] > t) t = w.gpu_end[a];
       jobs[j].time_s = t;
+      jobs[j].messages = r.messages;
     }
     sim_result_clear(&r);
   }

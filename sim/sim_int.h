@@ -39,6 +39,8 @@ typedef struct sim__hop {
 
 void sim__topo_init(sim__topo *t, const spec_cluster *c, const cm_model *cm);
 double sim__link_bw(const sim__topo *t, int link);
+/* PP_INPUT when the fabric needs more than two switch levels (leaves per rail > radix). */
+int sim__topo_check(const sim__topo *t, pp_err *err);
 sim__link_kind sim__link_kind_of(const sim__topo *t, int link);
 void sim__link_name(const sim__topo *t, int link, char *buf, size_t n);
 /* Hosts: GPUs 0..ngpu-1, then NVLS switches (node ones, then domain ones). */

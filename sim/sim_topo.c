@@ -11,6 +11,10 @@
  *   leaf<l>   a leaf switch's uplink to the spine (its nodes' NIC capacity / oversubscription);
  *             a rail-optimized fabric has one leaf per rail per group of leaf_nodes nodes
  *   t<g>_<d><p|m> the torus link leaving chip g along dimension d in the + or - direction
+ * The spine switches are not links: in a two-level Clos every leaf has a port on every spine
+ * switch and a spine switch is non-blocking, so a flow between leaves crosses only the two
+ * leaf uplinks (oversubscription sits there); a fabric with more leaves per rail than a
+ * spine switch has ports would need a third level, which sim__topo_check refuses.
  * Routes: NVLink inside a domain (through the node uplinks when nodes differ), else NIC, leaf
  * uplinks when the leaves differ, NIC; on a rail-optimized fabric a GPU whose NIC is on another
  * rail than the destination's first hands the data over NVLink to the GPU on that rail (PXN,
@@ -58,6 +62,17 @@ void sim__topo_init(sim__topo *t, const spec_cluster *c, const cm_model *cm) {
     at += counts[k];
   }
   t->nlinks = at;
+}
+
+int sim__topo_check(const sim__topo *t, pp_err *err) {
+  int groups = (t->nodes + t->leaf_nodes - 1) / (t->leaf_nodes > 0 ? t->leaf_nodes : 1);
+  int radix = t->c->network.switch_radix;
+  if (t->nics && radix > 0 && groups > radix)
+    return pp_err_set(err, PP_INPUT,
+                      "sim: %s: %d leaves per rail exceed the %d ports of a spine switch; a "
+                      "third switch level is not modelled (at most %d nodes)",
+                      t->c->name, groups, radix, radix * t->leaf_nodes);
+  return PP_OK;
 }
 
 sim__link_kind sim__link_kind_of(const sim__topo *t, int link) {
