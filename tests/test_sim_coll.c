@@ -81,7 +81,7 @@ typedef struct set {
 
 /* On every preset fabric (64 GPUs; 144 = two NVL72 racks on gb200-nvl72), each set below runs
  * at both fidelities and every job's fast time must be within 2% of its step time. The sets
- * (S = 256 MiB per rank, GPUs 0-7 = the first node, 8 nodes of 8 on the 8-GPU-node fabrics, 16
+ * (S = 64 MiB per rank, GPUs 0-7 = the first node, 8 nodes of 8 on the 8-GPU-node fabrics, 16
  * trays of 4 on gb200, 16 hosts of 4 chips on the torus):
  *   ring all-reduce, all-gather, reduce-scatter on GPUs 0-7; ring broadcast on 0-7;
  *   all-to-all on 0-7 and on all 64 (across the NICs on the DGX fabrics, across the pod's
@@ -98,7 +98,7 @@ typedef struct set {
 static void fast_vs_step(void) {
   const char *fabrics[] = {"dgx-a100", "dgx-h100", "dgx-b200", "h100-nvl256", "gb200-nvl72",
                            "tpu-v4-torus"};
-  double S = 256.0 * 1024 * 1024;
+  double S = 64.0 * 1024 * 1024;
   int in8[8], dp[8][8], all[64];
   for (int i = 0; i < 8; i++) in8[i] = i;
   for (int t = 0; t < 8; t++)
