@@ -313,9 +313,11 @@ static int nvls_inst_get(const sim__world *w, const sim__group *g, double bytes,
   o->step = w->fidelity == SIM_STEP;
   o->lat = p.lat_s;
   if (o->step) {
-    /* chunks of SIM__NVLS_CHUNK, or more when the fill (depth - 1 chunk times alone), which is
-     * part of the cost model's latency, would not fit in it; at most SIM__NVLS_MAXCHUNKS */
-    double tbw = p.vol_bytes / (p.ramp * p.bw_Bps);
+    /* chunks of SIM__NVLS_CHUNK, or more when the fill (depth - 1 chunk times of the slowest
+     * stage on an idle fabric), which is part of the cost model's latency, would not fit in
+     * it; at most SIM__NVLS_MAXCHUNKS. Under contention the fill stretches with the stage. */
+    const cm_fabric *f = &w->topo.f;
+    double tbw = fmax(o->port / f->nvlink_Bps, g->relay_dom && f->up_Bps > 0 ? o->upl / f->up_Bps : 0);
     double k = fmax(ceil(o->port / SIM__NVLS_CHUNK), o->lat > 0 ? ceil((o->depth - 1) * tbw / o->lat) : 1);
     o->chunks = k < 1 ? 1 : k > SIM__NVLS_MAXCHUNKS ? SIM__NVLS_MAXCHUNKS : (int)k;
     o->lat -= (o->depth - 1.0) / o->chunks * tbw;

@@ -197,7 +197,9 @@ static void nvls_hand(void) {
     sim_coll_job eight[8];
     for (int t = 0; t < 8; t++) eight[t] = (sim_coll_job){CM_ALL_REDUCE, CM_ALGO_NVLS, S, 8, dp[t]};
     run(&c, &p, eight, 8, fid);
-    for (int t = 0; t < 8; t++) CHECK_NEAR(eight[t].time_s, S / (U / 8) + 6.8e-6, 1e-3);
+    /* the step form's fill (3 of its 1024 chunks) is taken out of the latency at the idle
+     * port's rate; through the shared uplink it takes 1.5 times as long: 0.1% more */
+    for (int t = 0; t < 8; t++) CHECK_NEAR(eight[t].time_s, S / (U / 8) + 6.8e-6, f ? 2e-3 : 1e-3);
   }
   /* with the default parameters (ramp, 4 us fixed latency), one group alone takes the cost
    * model's time at both fidelities */
