@@ -300,8 +300,10 @@ static void contention(void) {
  * 16: 3 GB/s each, t = S / 3e9 + 2 * 2.7 us, the cost model's time for such a pair (the spine
  * level's share). The spine switches themselves are not links: in a two-level Clos every leaf
  * has a port on every spine switch and a spine switch is non-blocking, so a flow between two
- * leaves crosses only the two leaf uplinks; every preset fat tree has at most radix leaves per
- * rail up to 8192 GPUs (checked below), so no preset needs a third level. */
+ * leaves crosses only the two leaf uplinks. Then every preset fat tree at 4608 GPUs (64 NVL72
+ * racks, 576 nodes of 8) fits two levels and a 1 MiB ring all-reduce on its GPUs 0 and 4600
+ * simulates; dgx-a100 at 8192 GPUs (1024 nodes, 20 per leaf per rail: 52 leaves per rail for
+ * 40-port spine switches) would need a third level and is refused with PP_INPUT. */
 static void spine(void) {
   cm_params p = pure();
   double S_1G = 1 << 30;
@@ -324,9 +326,6 @@ static void spine(void) {
     for (int l = 0; l < 16; l++) CHECK_NEAR(jobs[l].time_s, S_1G / 3e9 + 5.4e-6, 1e-4);
   }
   CHECK_NEAR(jobs[0].time_s, cm_time(&c, &p, &jobs[0]), 1e-4);
-  /* every preset fat tree at 4608 GPUs (64 NVL72 racks; 576 nodes of 8) fits two levels and
-   * simulates; dgx-a100 at 8192 (1024 nodes, 20 per leaf per rail: 52 leaves per rail on
-   * 40-port switches) would need a third level and is refused */
   int two[2] = {0, 4608 - 8};
   for (size_t i = 0; i < spec_cluster_preset_count(); i++) {
     const spec_cluster *pc = spec_cluster_preset(i);
