@@ -1,8 +1,10 @@
 /* The simulated iteration on real SimGrid runs: where no two groups share a link it matches
- * the cost model within 3% (11 plans on 7 fabrics); a non-uniform plan laid out like a uniform
- * one simulates like it; collective jobs that move nothing and bad command lines fail cleanly.
- * The collectives themselves (fast against step, hand-computed contention) are tested in
- * test_sim_coll.c. */
+ * the cost model within 3% (11 plans on 6 fabrics, one without NVLink); a non-uniform plan laid
+ * out like a uniform one simulates like it; collective jobs that move nothing are refused;
+ * `podplan simulate` with a bad trace or platform path, fidelity or cluster file fails in one
+ * line with exit status 2, and a good run writes a Perfetto trace, the platform XML and its
+ * score. The collectives themselves (fast against step, hand-computed contention) are tested
+ * in test_sim_coll.c. */
 #include <stdlib.h>
 #include <unistd.h>
 

@@ -303,7 +303,8 @@ static void contention(void) {
  * leaves crosses only the two leaf uplinks. Then every preset fat tree at 4608 GPUs (64 NVL72
  * racks, 576 nodes of 8) fits two levels and a 1 MiB ring all-reduce on its GPUs 0 and 4600
  * simulates; dgx-a100 at 8192 GPUs (1024 nodes, 20 per leaf per rail: 52 leaves per rail for
- * 40-port spine switches) would need a third level and is refused with PP_INPUT. */
+ * 40-port spine switches) would need a third level and is refused with PP_INPUT, as is an
+ * NVLS all-reduce across two dgx-h100 nodes (two NVLink domains). */
 static void spine(void) {
   cm_params p = pure();
   double S_1G = 1 << 30;
@@ -335,6 +336,14 @@ static void spine(void) {
     run(&big, NULL, &j, 1, SIM_FAST);
     CHECK(j.time_s > 0);
   }
+  /* NVLS across two DGX H100 nodes (two NVLink domains) cannot run: refused in one line */
+  spec_cluster h100 = cluster("dgx-h100", 16);
+  cm_model *hm = coll_model(&h100, NULL);
+  int across[2] = {0, 8};
+  sim_coll_job nv = {CM_ALL_REDUCE, CM_ALGO_NVLS, 1 << 20, 2, across};
+  CHECK_EQ(sim_collectives(hm, &nv, 1, SIM_FAST, &err), PP_INPUT);
+  CHECK_CONTAINS(err.msg, "job 0: NVLS runs all-reduces inside one NVLink domain");
+  cm_model_destroy(hm);
   spec_cluster a100 = cluster("dgx-a100", 8192);
   cm_model *cm = coll_model(&a100, NULL);
   sim_coll_job j = {CM_ALL_REDUCE, CM_ALGO_RING, 1 << 20, 2, two};
