@@ -2,8 +2,7 @@
  *
  *   1. per algorithm, one group alone at 1, 16 and 256 MiB per rank: the simulated time of
  *      the fast and the step form, their messages and wall time, and the cost model's time
- *      (cm_coll_time; "-" where it does not price the job: all-to-all is composite, NVLS with
- *      one GPU per node is refused);
+ *      (cm_coll_time; "-" where it refuses the job: NVLS with one GPU per node);
  *   2. many groups at once on 1024 GPUs (128 groups of 8, 16 MiB each), fast form: what one
  *      collective costs to simulate when every TP group of a large job runs one.
  * Wall time includes forking, writing and loading the platform.
@@ -78,7 +77,7 @@ static int alone(void) {
     cm_place_list(cm, g, r->n, &pl);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
       sim_coll_job a = {r->coll, r->algo, sizes[s], r->n, g, 0, 0}, b = a;
-      double wa, wb, t = r->coll == CM_ALL_TO_ALL ? -1 : cm_coll_time(cm, r->coll, r->algo, sizes[s], &pl);
+      double wa, wb, t = cm_coll_time(cm, r->coll, r->algo, sizes[s], &pl);
       if (run(cm, &a, 1, SIM_FAST, &wa) || run(cm, &b, 1, SIM_STEP, &wb)) return 1;
       char tcm[32], name[32];
       if (t > 0) snprintf(tcm, sizeof tcm, "%.6f", t);
