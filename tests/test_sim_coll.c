@@ -84,8 +84,9 @@ typedef struct set {
  * (S = 64 MiB per rank, GPUs 0-7 = the first node, 8 nodes of 8 on the 8-GPU-node fabrics, 16
  * trays of 4 on gb200, 16 hosts of 4 chips on the torus):
  *   ring all-reduce, all-gather, reduce-scatter on GPUs 0-7; ring broadcast on 0-7;
- *   all-to-all on 0-7 and on all 64 (across the NICs on the DGX fabrics, across the pod's
- *   NVLink Switch on h100-nvl256 and gb200, across the torus);
+ *   all-to-all on 0-7, on all 64 (across the NICs on the DGX fabrics, across the pod's
+ *   NVLink Switch on h100-nvl256 and gb200, across the torus) and on 0-11 (8 + 4 GPUs on two
+ *   nodes where nodes have 8: the fast form sends every pair, as the step form in one round);
  *   ring all-reduce on all 64; 8 ring all-reduces at once on the groups {t, t+8, ..., t+56};
  *   tree all-reduce on all 64 (ring flows with the tree's volume; the torus falls back to ring);
  *   hierarchical all-reduce on all 64 (8 domains on the DGX fabrics; on the single-domain and
@@ -112,7 +113,7 @@ static void fast_vs_step(void) {
     int gpus = strcmp(fabrics[f], "gb200-nvl72") == 0 ? 144 : 64;
     spec_cluster c = cluster(fabrics[f], gpus);
     int nvls = c.nvlink.in_network_reduce, one_domain = c.nvlink.domain_gpus >= 64;
-    set sets[16];
+    set sets[20];
     int ns = 0;
     sets[ns++] = (set){"ring all-reduce on 0-7", 1, {{CM_ALL_REDUCE, CM_ALGO_RING, S, 8, in8}}, 1};
     sets[ns++] = (set){"ring all-gather on 0-7", 1, {{CM_ALL_GATHER, CM_ALGO_RING, S, 8, in8}}, 1};
@@ -122,6 +123,8 @@ static void fast_vs_step(void) {
     int torus = c.network.kind == SPEC_NET_TORUS, a2a_cm = !torus && c.nvlink.domain_gpus == c.gpus_per_node;
     sets[ns++] = (set){"all-to-all on 0-7", 1, {{CM_ALL_TO_ALL, CM_ALGO_RING, S, 8, in8}}, a2a_cm};
     sets[ns++] = (set){"all-to-all on 0-63", 1, {{CM_ALL_TO_ALL, CM_ALGO_RING, S, 64, all}}, a2a_cm};
+    sets[ns++] = (set){"all-to-all on 0-11 (nodes holding unequal counts on the 8-GPU-node "
+                       "fabrics)", 1, {{CM_ALL_TO_ALL, CM_ALGO_RING, S, 12, all}}, 0};
     sets[ns++] = (set){"ring all-reduce on 0-63", 1, {{CM_ALL_REDUCE, CM_ALGO_RING, S, 64, all}}, 1};
     set dps = {"8 ring all-reduces on {t, t+8, ..., t+56} at once", 8, {{0}}, 0};
     for (int t = 0; t < 8; t++) dps.jobs[t] = (sim_coll_job){CM_ALL_REDUCE, CM_ALGO_RING, S, 8, dp[t]};
