@@ -136,10 +136,13 @@ static int ring_steps(cm_coll c, int n) {
 static void ring_run(sim__world *w, const rview *r, const cm_place *pl, cm_coll c, cm_algo a,
                      double bytes) {
   if (r->n <= 1 || bytes <= 0) return;
-  cm_coll_parts p;
-  if (cm_coll_split(w->cm, c, a, bytes, pl, &p)) a = CM_ALGO_RING;
-  if (a == CM_ALGO_RING) cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, pl, &p);
-  double flow = p.bw_Bps > 0 ? p.vol_bytes / p.ramp : 0;
+  cm_coll_parts p, ring;
+  cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, pl, &ring);
+  if (a == CM_ALGO_RING || cm_coll_split(w->cm, c, a, bytes, pl, &p)) a = CM_ALGO_RING, p = ring;
+  /* the ring's flows run at the ring's bandwidth on an idle fabric (its slowest level, the
+   * cost model's ring bandwidth); another algorithm's volume is scaled by the ratio of the
+   * bandwidths, so that alone its flows take its own time */
+  double flow = p.bw_Bps > 0 && ring.bw_Bps > 0 ? p.vol_bytes / p.ramp * (ring.bw_Bps / p.bw_Bps) : 0;
   if (w->fidelity == SIM_STEP) {
     int steps = ring_steps(c, r->n);
     double base = cm_model_params(w->cm)->algo[a].base_us * 1e-6;
@@ -309,16 +312,19 @@ static cm_place nvls_place(const sim__group *g) {
   return pl;
 }
 
-/* The cost model's parts of one NVLS all-reduce on g and what the relays move; PP_INPUT when
- * it cannot run there. */
-static int nvls_inst_get(const sim__world *w, const sim__group *g, double bytes, nvls_inst *o) {
+/* The cost model's parts of one NVLS collective c (all-reduce; whichever others the cost model
+ * prices with NVLS) on g and what the relays move: each member streams the cost model's volume
+ * up and down through its port, a node relay the buffer up and down through its node's
+ * uplink; PP_INPUT when it cannot run there. */
+static int nvls_inst_get(const sim__world *w, const sim__group *g, cm_coll c, double bytes,
+                         nvls_inst *o) {
   cm_coll_parts p, node;
   cm_place pl = nvls_place(g);
-  if (cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &pl, &p)) return PP_INPUT;
-  /* the switch's reduction rate: the same placement without the level above the node */
+  if (cm_coll_split(w->cm, c, CM_ALGO_NVLS, bytes, &pl, &p)) return PP_INPUT;
+  /* the switch's rate: the same placement without the level above the node */
   cm_place inside = pl;
   inside.levels &= ~(1u << CM_LVL_NVLINK_UP);
-  if (cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &inside, &node)) return PP_INPUT;
+  if (cm_coll_split(w->cm, c, CM_ALGO_NVLS, bytes, &inside, &node)) return PP_INPUT;
   memset(o, 0, sizeof *o);
   o->port = p.vol_bytes / p.ramp * (w->topo.f.nvlink_Bps / node.bw_Bps);
   o->upl = bytes / p.ramp;
@@ -461,11 +467,17 @@ static void relays_for(sim__world *w, int gi, int member, const nvls_inst *in) {
   relay_start(D, dom_relay);
 }
 
+int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes) {
+  const sim__group *g = &w->groups[gi];
+  nvls_inst in;
+  return g->relay_node && !nvls_inst_get(w, g, c, bytes, &in);
+}
+
 static void coll_nvls(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
   const sim__group *g = &w->groups[gi];
   nvls_inst in;
   (void)a;
-  if (c != CM_ALL_REDUCE || !g->relay_node || nvls_inst_get(w, g, bytes, &in)) {
+  if (!g->relay_node || nvls_inst_get(w, g, c, bytes, &in)) {
     /* NVLS cannot run there (sim_collectives refuses such jobs; the cost model never picks
      * it there): a ring, on the routes of the group's ring if the run has them */
     coll_ring(w, gi, member, c, CM_ALGO_RING, bytes);
@@ -544,7 +556,8 @@ static void coll_hier(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
 typedef void (*coll_form)(sim__world *, int, int, cm_coll, cm_algo, double);
 
 /* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's two forms differ inside
- * ring_run; the tree runs as the ring (see the top). */
+ * ring_run; the tree, and any algorithm without an entry here, runs as ring flows with its own
+ * volume and latency (ring_run). */
 static const coll_form forms[CM_NALGOS][2] = {
     [CM_ALGO_RING] = {coll_ring, coll_ring},
     [CM_ALGO_TREE] = {coll_ring, coll_ring},
@@ -557,8 +570,8 @@ void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, dou
   const sim__group *g = &w->groups[gi];
   if (g->n <= 1 || bytes <= 0) return;
   int f = w->fidelity == SIM_STEP;
-  if (c == CM_ALL_TO_ALL)
-    a2a_forms[f](w, gi, member, c, a, bytes);
-  else
-    forms[(unsigned)a < CM_NALGOS ? a : CM_ALGO_RING][f](w, gi, member, c, a, bytes);
+  coll_form fn = c == CM_ALL_TO_ALL                          ? a2a_forms[f]
+                 : (unsigned)a < CM_NALGOS && forms[a][f] ? forms[a][f]
+                                                            : coll_ring;
+  fn(w, gi, member, c, (unsigned)a < CM_NALGOS ? a : CM_ALGO_RING, bytes);
 }

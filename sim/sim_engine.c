@@ -536,10 +536,10 @@ int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f,
       rc = rc ? rc : err->code;
       break;
     }
-    if (jobs[j].algo == CM_ALGO_NVLS && jobs[j].n > 1 &&
-        (jobs[j].coll != CM_ALL_REDUCE || !w.groups[gi].relay_node))
-      rc = pp_err_set(err, PP_INPUT, "sim: job %d: NVLS runs all-reduces inside one NVLink "
-                      "domain whose switches reduce", j);
+    if (jobs[j].algo == CM_ALGO_NVLS && jobs[j].n > 1 && jobs[j].bytes > 0 &&
+        !sim__nvls_ok(&w, gi, jobs[j].coll, jobs[j].bytes))
+      rc = pp_err_set(err, PP_INPUT, "sim: job %d: NVLS cannot run %s there (it runs inside one "
+                      "NVLink domain whose switches reduce)", j, cm_coll_name(jobs[j].coll));
     w.groups[gi].actor0 = at;
     for (int k = 0; k < jobs[j].n && !rc; k++, at++) {
       w.host_of[at] = jobs[j].gpus[k];

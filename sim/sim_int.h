@@ -149,6 +149,9 @@ void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double 
 /* The collective a member of a group runs (inside its actor). */
 void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes);
 void sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes, double delay);
+/* 1 when collective c can run with NVLS on group gi (inside one NVLink domain whose switches
+ * reduce, and priced by the cost model); else sim__coll_exec runs it as a ring. */
+int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 /* Chunking of the step forms (sim_coll.c): an NVLS pipeline's chunk on a member's NVLink
  * port and the most chunks one all-reduce is cut into; an all-to-all pair's chunk and the most
  * rounds. NVLS relays are actors on the switch hosts that each collective starts itself. */

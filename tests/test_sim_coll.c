@@ -154,8 +154,8 @@ static void fast_vs_step(void) {
         CHECK(a[k].time_s > 0);
         CHECK_NEAR(a[k].time_s, b[k].time_s, 0.02);
       }
-      if (sets[s].alone_cm) {
-        double t = cm_time(&c, NULL, &sets[s].jobs[0]);
+      double t = sets[s].alone_cm ? cm_time(&c, NULL, &sets[s].jobs[0]) : -1;
+      if (t > 0) { /* the cost model prices it there */
         if (fabs(a[0].time_s / t - 1) > 0.01 || fabs(b[0].time_s / t - 1) > 0.01)
           fprintf(stderr, "%s, %s: fast %.6f step %.6f cost model %.6f\n", fabrics[f],
                   sets[s].what, a[0].time_s, b[0].time_s, t);
@@ -350,7 +350,7 @@ static void spine(void) {
   int across[2] = {0, 8};
   sim_coll_job nv = {CM_ALL_REDUCE, CM_ALGO_NVLS, 1 << 20, 2, across};
   CHECK_EQ(sim_collectives(hm, &nv, 1, SIM_FAST, &err), PP_INPUT);
-  CHECK_CONTAINS(err.msg, "job 0: NVLS runs all-reduces inside one NVLink domain");
+  CHECK_CONTAINS(err.msg, "job 0: NVLS cannot run all_reduce there");
   cm_model_destroy(hm);
   spec_cluster a100 = cluster("dgx-a100", 8192);
   cm_model *cm = coll_model(&a100, NULL);
