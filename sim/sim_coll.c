@@ -10,8 +10,10 @@
  *     message (2(n-1) steps for all-reduce), the fixed latency first and a hop's latency after
  *     each step; fast: the whole volume (divided by the ramp) as one message per channel, then
  *     the latency.
- *   tree: NOT a tree: the ring's flows carrying the tree's volume (2S/0.92 per rank) with the
- *     tree's latency, at both fidelities (sim/README.md says what that misses).
+ *   tree, and any algorithm without a form of its own: NOT a tree: the ring's flows carrying
+ *     the algorithm's volume (the tree's 2S/0.92 per rank), scaled by the ring's bandwidth over
+ *     the algorithm's so that alone they take its time, with its latency, at both fidelities
+ *     (sim/README.md says what that misses).
  *   NVLS: each member streams its buffer to the NVLink Switch (a relay actor on the node's
  *     NVLS host, and on the domain's when the group spans nodes of a multi-node domain) and
  *     gets the result back. step: a chunk pipeline in lockstep rounds; a relay sends a chunk's
@@ -132,7 +134,7 @@ static int ring_steps(cm_coll c, int n) {
   return c == CM_ALL_REDUCE ? 2 * (n - 1) : c == CM_SEND_RECV ? 1 : n - 1;
 }
 
-/* A ring collective (or a tree one, which runs as ring flows) on a view; pl its placement. */
+/* A ring collective (or another algorithm run as ring flows) on a view; pl its placement. */
 static void ring_run(sim__world *w, const rview *r, const cm_place *pl, cm_coll c, cm_algo a,
                      double bytes) {
   if (r->n <= 1 || bytes <= 0) return;
@@ -557,7 +559,7 @@ typedef void (*coll_form)(sim__world *, int, int, cm_coll, cm_algo, double);
 
 /* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's two forms differ inside
  * ring_run; the tree, and any algorithm without an entry here, runs as ring flows with its own
- * volume and latency (ring_run). */
+ * volume, bandwidth and latency (ring_run). */
 static const coll_form forms[CM_NALGOS][2] = {
     [CM_ALGO_RING] = {coll_ring, coll_ring},
     [CM_ALGO_TREE] = {coll_ring, coll_ring},
