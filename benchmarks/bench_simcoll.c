@@ -114,7 +114,8 @@ static int many(void) {
     int *g = malloc(1024 * sizeof *g);
     sim_coll_job j[128];
     for (int k = 0; k < 1024; k++) g[k] = k;
-    for (int k = 0; k < 128; k++) j[k] = (sim_coll_job){rows[i].coll, rows[i].algo, 16 << 20, 8, g + 8 * k, 0, 0};
+    for (int k = 0; k < 128; k++)
+      j[k] = (sim_coll_job){rows[i].coll, rows[i].algo, 16 << 20, 8, g + 8 * k, 0, 0};
     double w;
     if (run(cm, j, 128, SIM_FAST, &w)) return 1;
     printf("  %-12s %-5s %-4s  simulated %.4f ms  %6ld msgs  wall %.3f s\n", rows[i].cluster,
@@ -139,7 +140,8 @@ static int contended(void) {
     cm_model *cm = model_on("h100-nvl256", 64, &c);
     if (!cm) return 1;
     sim_coll_job a[8], b[8];
-    for (int t = 0; t < 8; t++) a[t] = b[t] = (sim_coll_job){CM_ALL_REDUCE, algos[i], 256 << 20, 8, g[t], 0, 0};
+    for (int t = 0; t < 8; t++)
+      a[t] = b[t] = (sim_coll_job){CM_ALL_REDUCE, algos[i], 256 << 20, 8, g[t], 0, 0};
     double wa, wb;
     if (run(cm, a, 8, SIM_FAST, &wa) || run(cm, b, 8, SIM_STEP, &wb)) return 1;
     printf("  %-5s fast %.4f ms %7ld msgs %5.2fs   step %.4f ms %7ld msgs %5.2fs\n",

@@ -144,7 +144,8 @@ static void ring_run(sim__world *w, const rview *r, const cm_place *pl, cm_coll 
   /* the ring's flows run at the ring's bandwidth on an idle fabric (its slowest level, the
    * cost model's ring bandwidth); another algorithm's volume is scaled by the ratio of the
    * bandwidths, so that alone its flows take its own time */
-  double flow = p.bw_Bps > 0 && ring.bw_Bps > 0 ? p.vol_bytes / p.ramp * (ring.bw_Bps / p.bw_Bps) : 0;
+  double flow =
+      p.bw_Bps > 0 && ring.bw_Bps > 0 ? p.vol_bytes / p.ramp * (ring.bw_Bps / p.bw_Bps) : 0;
   if (w->fidelity == SIM_STEP) {
     int steps = ring_steps(c, r->n);
     double base = cm_model_params(w->cm)->algo[a].base_us * 1e-6;
@@ -252,7 +253,10 @@ static void a2a_fast(sim__world *w, int gi, int member, cm_coll c, cm_algo a, do
     by[at[k]++] = i;
   }
   int mine = first[mynode + 1] - first[mynode], even = 1;
-  for (int k = 0; k < R; k++) even &= first[k + 1] - first[k] == 0 || first[k + 1] - first[k] == mine;
+  for (int k = 0; k < R; k++) {
+    int m = first[k + 1] - first[k];
+    even &= m == 0 || m == mine;
+  }
   if (!even) {
     free(cm), free(first), free(by), free(at);
     a2a_pairs(w, gi, member, bytes, 1);
@@ -338,8 +342,10 @@ static int nvls_inst_get(const sim__world *w, const sim__group *g, cm_coll c, do
      * stage on an idle fabric), which is part of the cost model's latency, would not fit in
      * it; at most SIM__NVLS_MAXCHUNKS. Under contention the fill stretches with the stage. */
     const cm_fabric *f = &w->topo.f;
-    double tbw = fmax(o->port / f->nvlink_Bps, g->relay_dom && f->up_Bps > 0 ? o->upl / f->up_Bps : 0);
-    double k = fmax(ceil(o->port / SIM__NVLS_CHUNK), o->lat > 0 ? ceil((o->depth - 1) * tbw / o->lat) : 1);
+    double tbw = fmax(o->port / f->nvlink_Bps,
+                      g->relay_dom && f->up_Bps > 0 ? o->upl / f->up_Bps : 0);
+    double k = fmax(ceil(o->port / SIM__NVLS_CHUNK),
+                    o->lat > 0 ? ceil((o->depth - 1) * tbw / o->lat) : 1);
     o->chunks = k < 1 ? 1 : k > SIM__NVLS_MAXCHUNKS ? SIM__NVLS_MAXCHUNKS : (int)k;
     o->lat -= (o->depth - 1.0) / o->chunks * tbw;
   }

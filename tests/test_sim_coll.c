@@ -120,7 +120,8 @@ static void fast_vs_step(void) {
     sets[ns++] = (set){"ring reduce-scatter on 0-7", 1,
                        {{CM_REDUCE_SCATTER, CM_ALGO_RING, S, 8, in8}}, 1};
     sets[ns++] = (set){"ring broadcast on 0-7", 1, {{CM_BROADCAST, CM_ALGO_RING, S, 8, in8}}, 1};
-    int torus = c.network.kind == SPEC_NET_TORUS, a2a_cm = !torus && c.nvlink.domain_gpus == c.gpus_per_node;
+    int torus = c.network.kind == SPEC_NET_TORUS;
+    int a2a_cm = !torus && c.nvlink.domain_gpus == c.gpus_per_node;
     sets[ns++] = (set){"all-to-all on 0-7", 1, {{CM_ALL_TO_ALL, CM_ALGO_RING, S, 8, in8}}, a2a_cm};
     sets[ns++] = (set){"all-to-all on 0-63", 1, {{CM_ALL_TO_ALL, CM_ALGO_RING, S, 64, all}}, a2a_cm};
     sets[ns++] = (set){"all-to-all on 0-11 (nodes holding unequal counts on the 8-GPU-node "
