@@ -1,19 +1,37 @@
 /* Collectives as SimGrid communications, run inside the members' actors.
  *
- * Every collective takes its latency, volume, ramp and bandwidth from the cost model
- * (cm_coll_split), so that alone on the fabric it takes the cost model's time; what the
- * simulator adds is what the flows do to each other when they share links.
- *   ring (and tree, broadcast, send/recv): each member sends to its successor in each of the
- *     group's ring channels. SIM_FAST: the whole volume (divided by the ramp) as one message
- *     per channel, then the latency as a delay; SIM_STEP: every step's chunk as a message,
- *     the fixed latency first and a hop's latency after each step.
- *   all-to-all: a message to every other member, S/n each.
- *   NVLS: each member streams its buffer to the switch (a relay actor on the NVLS host of its
- *     node, and of its domain when the group spans nodes of a multi-node domain) and gets the
- *     result back; sizes are scaled so that the GPU's NVLink port alone gives the cost model's
- *     NVLS bandwidth.
+ * Every collective takes its latency, volume and ramp from the cost model (cm_coll_split,
+ * cm_coll_time), so that alone on the fabric it takes the cost model's time; what the
+ * simulator adds is what the flows do to each other when they share links. Each algorithm
+ * has two forms (the table `forms`): SIM_STEP simulates every step or chunk; SIM_FAST its
+ * steady state in a few flows, so that a 1024-GPU iteration stays cheap.
+ *   ring (all-reduce, all-gather, reduce-scatter, broadcast, send/recv): each member sends to
+ *     its successor in each of the group's ring channels. step: every step's chunk as a
+ *     message (2(n-1) steps for all-reduce), the fixed latency first and a hop's latency after
+ *     each step; fast: the whole volume (divided by the ramp) as one message per channel, then
+ *     the latency.
+ *   tree, and any algorithm without a form of its own: NOT a tree: the ring's flows carrying
+ *     the algorithm's volume (the tree's 2S/0.92 per rank), scaled by the ring's bandwidth over
+ *     the algorithm's so that alone they take its time, with its latency, at both fidelities
+ *     (sim/README.md says what that misses).
+ *   NVLS: each member streams its buffer to the NVLink Switch (a relay actor on the node's
+ *     NVLS host, and on the domain's when the group spans nodes of a multi-node domain) and
+ *     gets the result back. step: a chunk pipeline in lockstep rounds; a relay sends a chunk's
+ *     result down only in the round after the last input of that chunk arrived; the
+ *     pipeline's fill is taken out of the latency delay. fast: the pipeline's steady state:
+ *     every member's upward and downward stream as one flow each, at once; a relay tells its
+ *     members it is done only when every input has arrived, and a member finishes when its
+ *     result and that word are in.
+ *   all-to-all: step: every pair of members exchanges its part, in lockstep rounds of chunks;
+ *     fast: one message per peer inside the node and one per other node, carrying all that
+ *     node's parts to the member on the same rail (the same bytes on every NIC, leaf uplink
+ *     and NVLink Switch uplink as the pairs; a torus gets one message per pair).
+ *   hierarchical all-reduce: reduce-scatter inside each NVLink domain, all-reduce of 1/n_in of
+ *     the buffer among the members at the same position of every domain (the algorithm the
+ *     cost model picks for that group), all-gather inside; each part in the fidelity's form.
  * Messages to one mailbox keep their order, so every (group, member, channel) has its own. */
 #include <math.h>
+#include <stdarg.h>
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
@@ -26,236 +44,542 @@
 
 static char dummy_payload; /* SimGrid refuses a NULL payload; nothing is ever read from it */
 
-static sg_mailbox_t mbox(const char *fmt, int a, int b, int c) {
+static sg_mailbox_t mbox(const char *fmt, ...) {
   char name[64];
-  snprintf(name, sizeof name, fmt, a, b, c);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
   return sg_mailbox_by_name(name);
 }
 
-/* Counts the message and the bytes it puts on every link of its route. */
-static void account(sim__world *w, int src, int dst, double bytes);
+/* Bytes a message carries: at least one (SimGrid needs a size), rounded. */
+static long msg_bytes(double bytes) { return bytes < 1 ? 1 : (long)(bytes + 0.5); }
 
 sg_comm_t sim__put(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes) {
-  long n = bytes < 1 ? 1 : (long)(bytes + 0.5);
-  account(w, src, dst, (double)n);
-  return sg_mailbox_put_async(mb, &dummy_payload, n);
+  (void)src, (void)dst;
+  w->messages++;
+  return sg_mailbox_put_async(mb, &dummy_payload, msg_bytes(bytes));
 }
 
 void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes) {
-  long n = bytes < 1 ? 1 : (long)(bytes + 0.5);
-  account(w, src, dst, (double)n);
-  sg_comm_detach(sg_mailbox_put_init(mb, &dummy_payload, n), NULL);
+  (void)src, (void)dst;
+  w->messages++;
+  sg_comm_detach(sg_mailbox_put_init(mb, &dummy_payload, msg_bytes(bytes)), NULL);
 }
 
 static void wait_all(sg_comm_t *c, size_t n) {
   for (size_t i = 0; i < n; i++) sg_comm_wait(c[i]);
 }
 
-/* Ring flows: `flow` bytes per rank in total, split over channels and steps. */
-static void ring_flows(sim__world *w, int gi, int member, double flow, int steps, double base_s,
-                       double hop_s) {
-  const sim__group *g = &w->groups[gi];
-  int n = g->n, me = g->gpus[member];
-  sg_comm_t comms[2 * 64];
+static void sleep_for(double s) {
+  if (s > 0) sg_actor_sleep_for(s);
+}
+
+/* The latency part of a collective's cost-model time: its time on the same placement with
+ * every level's bandwidth made enormous (the volume term vanishes), so that the latency is
+ * computed in one place, the cost model. */
+static double lat_of(const sim__world *w, cm_coll c, cm_algo a, double bytes, const cm_place *pl) {
+  cm_place fast = *pl;
+  fast.key = 0;
+  for (int l = 0; l < CM_NLEVELS; l++) fast.bw_gbps[l] = 1e30;
+  double t = cm_coll_time(w->cm, c, a, bytes, &fast);
+  return t > 0 ? t : 0;
+}
+
+/* ---- rings ------------------------------------------------------------------------------- */
+
+/* A ring over some GPUs: the group's own (its channels) or a part of a hierarchical one. */
+typedef struct rview {
+  int n, me;          /* members, this actor's index */
+  const int *gpus;    /* member -> GPU */
+  int nch;            /* channels */
+  const int *succ;    /* [ch * n + member] -> member it sends to; NULL: member + 1 */
+  char tag;           /* mailbox namespace: 'g' the group's ring, 'i'/'o' hierarchical parts */
+  int id, sub;        /* group, and which part */
+} rview;
+
+static int succ_of(const rview *r, int ch, int m) {
+  return r->succ ? r->succ[ch * r->n + m] : (m + 1) % r->n;
+}
+
+static sg_mailbox_t ring_box(const rview *r, int m, int ch) {
+  char fmt[] = "?%d.%d.%d.%d";
+  fmt[0] = r->tag;
+  return mbox(fmt, r->id, r->sub, m, ch);
+}
+
+/* `flow` bytes per rank in total, split over channels and `steps` messages per channel; the
+ * members advance a step together (each waits for its predecessor's chunk). */
+static void ring_flows(sim__world *w, const rview *r, double flow, int steps, double hop_s) {
+  enum { MAXCH = 64 };
+  sg_comm_t comms[2 * MAXCH];
   void *data;
-  if (base_s > 0) sg_actor_sleep_for(base_s);
-  int nch = g->nch > 64 ? 64 : g->nch;
+  int nch = r->nch > MAXCH ? MAXCH : r->nch, me = r->gpus[r->me];
   for (int s = 0; s < steps; s++) {
     size_t k = 0;
     for (int ch = 0; ch < nch; ch++) {
-      int succ = g->succ[ch * n + member];
-      if (succ == member) continue;
-      comms[k++] = sg_mailbox_get_async(mbox("g%d.%d.%d", gi, member, ch), &data);
-      comms[k++] = sim__put(w, me, g->gpus[succ], mbox("g%d.%d.%d", gi, succ, ch),
-                            flow / nch / steps);
+      int succ = succ_of(r, ch, r->me);
+      if (succ == r->me) continue;
+      comms[k++] = sg_mailbox_get_async(ring_box(r, r->me, ch), &data);
+      comms[k++] = sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow / nch / steps);
     }
     wait_all(comms, k);
-    if (hop_s > 0) sg_actor_sleep_for(hop_s);
+    sleep_for(hop_s);
   }
+}
+
+/* Ring steps of a collective (all-reduce 2(n-1), send/recv 1, the others n-1). */
+static int ring_steps(cm_coll c, int n) {
+  return c == CM_ALL_REDUCE ? 2 * (n - 1) : c == CM_SEND_RECV ? 1 : n - 1;
+}
+
+/* A ring collective (or another algorithm run as ring flows) on a view; pl its placement. */
+static void ring_run(sim__world *w, const rview *r, const cm_place *pl, cm_coll c, cm_algo a,
+                     double bytes) {
+  if (r->n <= 1 || bytes <= 0) return;
+  cm_coll_parts p, ring;
+  cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, pl, &ring);
+  if (a == CM_ALGO_RING || cm_coll_split(w->cm, c, a, bytes, pl, &p)) a = CM_ALGO_RING, p = ring;
+  /* the ring's flows run at the ring's bandwidth on an idle fabric (its slowest level, the
+   * cost model's ring bandwidth); another algorithm's volume is scaled by the ratio of the
+   * bandwidths, so that alone its flows take its own time */
+  double flow =
+      p.bw_Bps > 0 && ring.bw_Bps > 0 ? p.vol_bytes / p.ramp * (ring.bw_Bps / p.bw_Bps) : 0;
+  if (w->fidelity == SIM_STEP) {
+    int steps = ring_steps(c, r->n);
+    double base = cm_model_params(w->cm)->algo[a].base_us * 1e-6;
+    if (base > p.lat_s) base = p.lat_s;
+    sleep_for(base);
+    ring_flows(w, r, flow, steps, (p.lat_s - base) / steps);
+  } else {
+    ring_flows(w, r, flow, 1, 0);
+    sleep_for(p.lat_s);
+  }
+}
+
+static rview group_ring(const sim__world *w, int gi, int member) {
+  const sim__group *g = &w->groups[gi];
+  return (rview){g->n, member, g->gpus, g->nch, g->succ, 'g', gi, 0};
+}
+
+static void coll_ring(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
+  rview r = group_ring(w, gi, member);
+  ring_run(w, &r, &w->groups[gi].pl, c, a, bytes);
 }
 
 void sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes, double delay) {
   const sim__group *g = &w->groups[gi];
-  if (g->n > 1 && flow_bytes > 0) ring_flows(w, gi, member, flow_bytes, 1, 0, 0);
-  if (delay > 0) sg_actor_sleep_for(delay);
+  rview r = group_ring(w, gi, member);
+  if (g->n > 1 && flow_bytes > 0) ring_flows(w, &r, flow_bytes, 1, 0);
+  sleep_for(delay);
 }
 
-static void a2a(sim__world *w, int gi, int member, double bytes) {
+/* ---- all-to-all --------------------------------------------------------------------------- */
+
+/* Bytes each pair exchanges (ramp applied) and the latency, from the cost model. */
+static void a2a_parts(const sim__world *w, const sim__group *g, double bytes, double *pair,
+                      double *lat) {
+  cm_coll_parts p; /* the all-to-all uses the ring's ramp (cm_coll.c) */
+  cm_coll_split(w->cm, CM_ALL_GATHER, CM_ALGO_RING, bytes, &g->pl, &p);
+  *pair = bytes / g->n / p.ramp;
+  *lat = lat_of(w, CM_ALL_TO_ALL, CM_ALGO_RING, bytes, &g->pl);
+}
+
+/* Every pair exchanges its part, in `rounds` chunks; all pairs advance a chunk together. */
+static void a2a_pairs(sim__world *w, int gi, int member, double bytes, int rounds) {
   const sim__group *g = &w->groups[gi];
-  const cm_params *p = cm_model_params(w->cm);
   int n = g->n, me = g->gpus[member];
-  cm_coll_parts parts;
-  cm_coll_split(w->cm, CM_ALL_GATHER, CM_ALGO_RING, bytes, &g->pl, &parts); /* for the ramp */
-  double lat = p->algo[CM_ALGO_RING].base_us * 1e-6 +
-               2.0 * fmax(w->topo.f.nvlink_lat_s, fmax(w->topo.f.net_lat_s, w->topo.f.torus_lat_s));
-  sg_comm_t *c = malloc((size_t)2 * n * sizeof *c);
+  double pair, lat;
+  a2a_parts(w, g, bytes, &pair, &lat);
+  sg_comm_t *cm = malloc((size_t)2 * n * sizeof *cm);
   void *data;
-  size_t k = 0;
-  for (int j = 0; j < n; j++) {
-    if (j == member) continue;
-    c[k++] = sg_mailbox_get_async(mbox("a%d.%d.%d", gi, member, 0), &data);
-    c[k++] = sim__put(w, me, g->gpus[j], mbox("a%d.%d.%d", gi, j, 0), bytes / n / parts.ramp);
+  for (int r = 0; r < rounds; r++) {
+    size_t k = 0;
+    for (int j = 0; j < n; j++) {
+      if (j == member) continue;
+      cm[k++] = sg_mailbox_get_async(mbox("a%d.%d.%d", gi, member, j), &data);
+      cm[k++] = sim__put(w, me, g->gpus[j], mbox("a%d.%d.%d", gi, j, member), pair / rounds);
+    }
+    wait_all(cm, k);
   }
-  wait_all(c, k);
-  free(c);
-  sg_actor_sleep_for(lat);
+  free(cm);
+  sleep_for(lat);
 }
 
-/* NVLS: stream up to the node's (or domain's) switch relay and back. */
-static void nvls(sim__world *w, int gi, int member, const cm_coll_parts *parts) {
+/* step: chunks of SIM__A2A_CHUNK bytes per pair (at most SIM__A2A_MAXROUNDS rounds). */
+static void a2a_step(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
+  (void)c, (void)a;
   const sim__group *g = &w->groups[gi];
-  int me = g->gpus[member];
-  double scale = w->topo.f.nvlink_Bps / (w->topo.c->nvlink.gbps_per_gpu * 1e9 *
-                                         cm_model_params(w->cm)->nvls_eff);
-  double flow = parts->vol_bytes / parts->ramp * scale;
-  int relay = sim__nvs_of(&w->topo, me, 0);
-  void *data;
-  sg_comm_t c[2];
-  c[0] = sg_mailbox_get_async(mbox("g%d.%d.%d", gi, member, 0), &data);
-  c[1] = sim__put(w, me, relay, mbox("v%d.n%d.%d", gi, relay, 0), flow);
-  wait_all(c, 2);
-  sg_actor_sleep_for(parts->lat_s);
+  double pair, lat;
+  a2a_parts(w, g, bytes, &pair, &lat);
+  double r = ceil(pair / SIM__A2A_CHUNK);
+  a2a_pairs(w, gi, member, bytes, r < 1 ? 1 : r > SIM__A2A_MAXROUNDS ? SIM__A2A_MAXROUNDS : (int)r);
 }
+
+/* fast: inside the node one message per peer; to each other node one message carrying all its
+ * members' parts, to the member at the same place among its node's members (the same rail when
+ * the nodes hold the group alike), and one message back from it. When the nodes hold unequal
+ * numbers of members, every pair, one message each (unequal aggregates share links worse than
+ * the pairs do: 26% slower for 8 + 4 GPUs across two nodes of h100-nvl256). O(n + nodes
+ * spanned) per member. */
+static void a2a_fast(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
+  const sim__group *g = &w->groups[gi];
+  const sim__topo *t = &w->topo;
+  (void)c, (void)a;
+  if (t->torus) { /* a torus routes chip by chip: every pair, one message */
+    a2a_pairs(w, gi, member, bytes, 1);
+    return;
+  }
+  int n = g->n, me = g->gpus[member], gpn = t->gpn, lo = me / gpn, hi = lo;
+  double pair, lat;
+  a2a_parts(w, g, bytes, &pair, &lat);
+  for (int i = 0; i < n; i++) {
+    int node = g->gpus[i] / gpn;
+    lo = node < lo ? node : lo, hi = node > hi ? node : hi;
+  }
+  int R = hi - lo + 1;
+  /* members by node (counting sort): node k's members are by[first[k] .. first[k+1]), in
+   * group order, so a member's place is its position there */
+  int *first = calloc((size_t)R + 1, sizeof *first), *by = malloc((size_t)n * sizeof *by);
+  sg_comm_t *cm = malloc((size_t)2 * n * sizeof *cm);
+  for (int i = 0; i < n; i++) first[g->gpus[i] / gpn - lo + 1]++;
+  for (int k = 0; k < R; k++) first[k + 1] += first[k];
+  int *at = malloc((size_t)R * sizeof *at), myplace = 0, mynode = me / gpn - lo;
+  memcpy(at, first, (size_t)R * sizeof *at);
+  for (int i = 0; i < n; i++) {
+    int k = g->gpus[i] / gpn - lo;
+    if (i == member) myplace = at[k] - first[k];
+    by[at[k]++] = i;
+  }
+  int mine = first[mynode + 1] - first[mynode], even = 1;
+  for (int k = 0; k < R; k++) {
+    int m = first[k + 1] - first[k];
+    even &= m == 0 || m == mine;
+  }
+  if (!even) {
+    free(cm), free(first), free(by), free(at);
+    a2a_pairs(w, gi, member, bytes, 1);
+    return;
+  }
+  void *data;
+  size_t q = 0;
+  for (int k = 0; k < R; k++) {
+    int m = first[k + 1] - first[k];
+    if (m == 0) continue;
+    if (k == mynode) { /* the peers in this node */
+      for (int p = first[k]; p < first[k + 1]; p++) {
+        int j = by[p];
+        if (j == member) continue;
+        cm[q++] = sg_mailbox_get_async(mbox("a%d.%d.%dn", gi, member, j), &data);
+        cm[q++] = sim__put(w, me, g->gpus[j], mbox("a%d.%d.%dn", gi, j, member), pair);
+      }
+      continue;
+    }
+    /* m parts to the member at my place there, and one message from it */
+    int target = by[first[k] + myplace];
+    cm[q++] = sim__put(w, me, g->gpus[target], mbox("a%d.%d.%dx", gi, target, mynode + lo),
+                       m * pair);
+    cm[q++] = sg_mailbox_get_async(mbox("a%d.%d.%dx", gi, member, k + lo), &data);
+  }
+  wait_all(cm, q);
+  free(cm), free(first), free(by), free(at);
+  sleep_for(lat);
+}
+
+/* ---- NVLS ---------------------------------------------------------------------------------- */
+
+/* One NVLS all-reduce as the relays see it. */
+typedef struct nvls_inst {
+  double port;   /* bytes each member streams up, and gets down, through its NVLink port */
+  double upl;    /* bytes each node relay streams up to the domain relay, and gets down */
+  double lat;    /* the delay after the transfers */
+  int chunks;    /* step: chunks of the pipeline */
+  int depth;     /* stages a chunk crosses: 2 (GPU, switch, GPU), 4 through the domain */
+  int step;
+} nvls_inst;
+
+typedef struct relay {
+  sim__world *w;
+  int gi, host;
+  int n;         /* members (node relay) or node relays (domain relay) */
+  int *who;      /* member indices (node relay) or node relay hosts (domain relay) */
+  int dom;       /* node relay: the domain relay's host, -1 without one */
+  nvls_inst in;
+} relay;
+
+/* The placement NVLS is priced on: the group's, with the GPUs' NVLink level marked crossed
+ * (cm_topo.c leaves it out for a group with one GPU per node, and cm_coll.c then refuses NVLS,
+ * though every member streams through its own port to the switch). */
+static cm_place nvls_place(const sim__group *g) {
+  cm_place pl = g->pl;
+  pl.key = 0;
+  pl.levels |= 1u << CM_LVL_NVLINK;
+  return pl;
+}
+
+/* The cost model's parts of one NVLS collective c (all-reduce; whichever others the cost model
+ * prices with NVLS) on g and what the relays move: each member streams the cost model's volume
+ * up and down through its port, a node relay the buffer up and down through its node's
+ * uplink; PP_INPUT when it cannot run there. */
+static int nvls_inst_get(const sim__world *w, const sim__group *g, cm_coll c, double bytes,
+                         nvls_inst *o) {
+  cm_coll_parts p, node;
+  cm_place pl = nvls_place(g);
+  if (cm_coll_split(w->cm, c, CM_ALGO_NVLS, bytes, &pl, &p)) return PP_INPUT;
+  /* the switch's rate: the same placement without the level above the node */
+  cm_place inside = pl;
+  inside.levels &= ~(1u << CM_LVL_NVLINK_UP);
+  if (cm_coll_split(w->cm, c, CM_ALGO_NVLS, bytes, &inside, &node)) return PP_INPUT;
+  memset(o, 0, sizeof *o);
+  o->port = p.vol_bytes / p.ramp * (w->topo.f.nvlink_Bps / node.bw_Bps);
+  o->upl = bytes / p.ramp;
+  o->depth = g->relay_dom ? 4 : 2;
+  o->step = w->fidelity == SIM_STEP;
+  o->lat = p.lat_s;
+  if (o->step) {
+    /* chunks of SIM__NVLS_CHUNK, or more when the fill (depth - 1 chunk times of the slowest
+     * stage on an idle fabric), which is part of the cost model's latency, would not fit in
+     * it; at most SIM__NVLS_MAXCHUNKS. Under contention the fill stretches with the stage. */
+    const cm_fabric *f = &w->topo.f;
+    double tbw = fmax(o->port / f->nvlink_Bps,
+                      g->relay_dom && f->up_Bps > 0 ? o->upl / f->up_Bps : 0);
+    double k = fmax(ceil(o->port / SIM__NVLS_CHUNK),
+                    o->lat > 0 ? ceil((o->depth - 1) * tbw / o->lat) : 1);
+    o->chunks = k < 1 ? 1 : k > SIM__NVLS_MAXCHUNKS ? SIM__NVLS_MAXCHUNKS : (int)k;
+    o->lat -= (o->depth - 1.0) / o->chunks * tbw;
+  }
+  return PP_OK;
+}
+
+/* In round r of the pipeline, the chunk a stage at `lag` rounds handles (-1: none). */
+static int at(const nvls_inst *in, int r, int lag) {
+  int k = r - lag;
+  return k >= 0 && k < in->chunks ? k : -1;
+}
+
+static void node_relay(int argc, char **argv) {
+  (void)argc, (void)argv;
+  relay *R = sg_actor_self_get_data();
+  sim__world *w = R->w;
+  const sim__group *g = &w->groups[R->gi];
+  const nvls_inst *in = &R->in;
+  int gi = R->gi, n = R->n, two = R->dom >= 0;
+  sg_comm_t *c = malloc((size_t)(3 * n + 4) * sizeof *c);
+  void *data;
+  if (in->step) {
+    for (int r = 0; r < in->chunks + in->depth - 1; r++) {
+      size_t k = 0;
+      for (int j = 0; j < n && at(in, r, 0) >= 0; j++)
+        c[k++] = sg_mailbox_get_async(mbox("nu%d.%d", gi, R->who[j]), &data);
+      for (int j = 0; j < n && at(in, r, in->depth - 1) >= 0; j++)
+        c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], mbox("nd%d.%d", gi, R->who[j]),
+                          in->port / in->chunks);
+      if (two && at(in, r, 1) >= 0)
+        c[k++] = sim__put(w, R->host, R->dom, mbox("du%d.%d", gi, R->host),
+                          in->upl / in->chunks);
+      if (two && at(in, r, 2) >= 0)
+        c[k++] = sg_mailbox_get_async(mbox("dd%d.%d", gi, R->host), &data);
+      wait_all(c, k);
+    }
+  } else {
+    /* inputs first: the members' streams and the domain's word that all of its arrived */
+    size_t k = 0, nin;
+    for (int j = 0; j < n; j++)
+      c[k++] = sg_mailbox_get_async(mbox("nu%d.%d", gi, R->who[j]), &data);
+    if (two) c[k++] = sg_mailbox_get_async(mbox("dz%d.%d", gi, R->host), &data);
+    nin = k;
+    for (int j = 0; j < n; j++)
+      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], mbox("nd%d.%d", gi, R->who[j]),
+                        in->port);
+    if (two) {
+      c[k++] = sim__put(w, R->host, R->dom, mbox("du%d.%d", gi, R->host), in->upl);
+      c[k++] = sg_mailbox_get_async(mbox("dd%d.%d", gi, R->host), &data);
+    }
+    wait_all(c, nin);
+    for (int j = 0; j < n; j++)
+      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], mbox("nz%d.%d", gi, R->who[j]), 1);
+    wait_all(c + nin, k - nin);
+  }
+  free(c);
+  free(R->who);
+  free(R);
+}
+
+static void dom_relay(int argc, char **argv) {
+  (void)argc, (void)argv;
+  relay *R = sg_actor_self_get_data();
+  sim__world *w = R->w;
+  const nvls_inst *in = &R->in;
+  int gi = R->gi, n = R->n;
+  sg_comm_t *c = malloc((size_t)(3 * n + 1) * sizeof *c);
+  void *data;
+  if (in->step) {
+    for (int r = 1; r < in->chunks + 2; r++) {
+      size_t k = 0;
+      for (int j = 0; j < n && at(in, r, 1) >= 0; j++)
+        c[k++] = sg_mailbox_get_async(mbox("du%d.%d", gi, R->who[j]), &data);
+      for (int j = 0; j < n && at(in, r, 2) >= 0; j++)
+        c[k++] = sim__put(w, R->host, R->who[j], mbox("dd%d.%d", gi, R->who[j]),
+                          in->upl / in->chunks);
+      wait_all(c, k);
+    }
+  } else {
+    size_t k = 0;
+    for (int j = 0; j < n; j++)
+      c[k++] = sg_mailbox_get_async(mbox("du%d.%d", gi, R->who[j]), &data);
+    for (int j = 0; j < n; j++)
+      c[k++] = sim__put(w, R->host, R->who[j], mbox("dd%d.%d", gi, R->who[j]), in->upl);
+    wait_all(c, (size_t)n);
+    for (int j = 0; j < n; j++)
+      c[k++] = sim__put(w, R->host, R->who[j], mbox("dz%d.%d", gi, R->who[j]), 1);
+    wait_all(c + n, k - n);
+  }
+  free(c);
+  free(R->who);
+  free(R);
+}
+
+static void relay_start(relay *R, void (*fn)(int, char **)) {
+  char hn[48];
+  sim__host_name(&R->w->topo, R->host, hn, sizeof hn);
+  sg_actor_t a = sg_actor_init("nvls", sg_host_by_name(hn));
+  sg_actor_set_data(a, R);
+  sg_actor_start_(a, fn, 0, NULL);
+}
+
+/* The relays of one NVLS all-reduce: its node's, started by the node's first member, and the
+ * domain's, started by member 0. Each relay serves one collective and ends. */
+static void relays_for(sim__world *w, int gi, int member, const nvls_inst *in) {
+  const sim__group *g = &w->groups[gi];
+  const sim__topo *t = &w->topo;
+  int n = g->n, host = sim__nvs_of(t, g->gpus[member], 0);
+  for (int i = 0; i < member; i++)
+    if (sim__nvs_of(t, g->gpus[i], 0) == host) return; /* not this node's first member */
+  relay *R = calloc(1, sizeof *R);
+  R->w = w, R->gi = gi, R->host = host, R->in = *in;
+  R->dom = g->relay_dom ? sim__nvs_of(t, g->gpus[member], 1) : -1;
+  R->who = malloc((size_t)n * sizeof *R->who);
+  for (int i = 0; i < n; i++)
+    if (sim__nvs_of(t, g->gpus[i], 0) == host) R->who[R->n++] = i;
+  relay_start(R, node_relay);
+  if (member != 0 || !g->relay_dom) return;
+  relay *D = calloc(1, sizeof *D);
+  D->w = w, D->gi = gi, D->host = R->dom, D->in = *in, D->dom = -1;
+  D->who = malloc((size_t)n * sizeof *D->who);
+  for (int i = 0; i < n; i++) {
+    int h = sim__nvs_of(t, g->gpus[i], 0), seen = 0;
+    for (int j = 0; j < D->n; j++) seen |= D->who[j] == h;
+    if (!seen) D->who[D->n++] = h;
+  }
+  relay_start(D, dom_relay);
+}
+
+int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes) {
+  const sim__group *g = &w->groups[gi];
+  nvls_inst in;
+  return g->relay_node && !nvls_inst_get(w, g, c, bytes, &in);
+}
+
+static void coll_nvls(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
+  const sim__group *g = &w->groups[gi];
+  nvls_inst in;
+  (void)a;
+  if (!g->relay_node || nvls_inst_get(w, g, c, bytes, &in)) {
+    /* NVLS cannot run there (sim_collectives refuses such jobs; the cost model never picks
+     * it there): a ring, on the routes of the group's ring if the run has them */
+    coll_ring(w, gi, member, c, CM_ALGO_RING, bytes);
+    return;
+  }
+  relays_for(w, gi, member, &in);
+  int me = g->gpus[member], sw = sim__nvs_of(&w->topo, me, 0);
+  sg_comm_t cm[3];
+  void *data;
+  if (in.step) {
+    for (int r = 0; r < in.chunks + in.depth - 1; r++) {
+      size_t k = 0;
+      if (at(&in, r, 0) >= 0)
+        cm[k++] = sim__put(w, me, sw, mbox("nu%d.%d", gi, member), in.port / in.chunks);
+      if (at(&in, r, in.depth - 1) >= 0)
+        cm[k++] = sg_mailbox_get_async(mbox("nd%d.%d", gi, member), &data);
+      wait_all(cm, k);
+    }
+  } else {
+    cm[0] = sim__put(w, me, sw, mbox("nu%d.%d", gi, member), in.port);
+    cm[1] = sg_mailbox_get_async(mbox("nd%d.%d", gi, member), &data);
+    cm[2] = sg_mailbox_get_async(mbox("nz%d.%d", gi, member), &data);
+    wait_all(cm, 3);
+  }
+  sleep_for(in.lat);
+}
+
+/* ---- hierarchical ------------------------------------------------------------------------- */
+
+/* Reduce-scatter inside the domain, all-reduce across domains among the members at the same
+ * position, all-gather inside. */
+static void coll_hier(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
+  (void)a;
+  const sim__group *g = &w->groups[gi];
+  int n = g->n, dom = w->topo.dom > 1 ? w->topo.dom : 1, me = g->gpus[member];
+  if (c != CM_ALL_REDUCE || dom <= 1 || w->topo.torus) {
+    coll_ring(w, gi, member, c, CM_ALGO_RING, bytes); /* no domains to split on */
+    return;
+  }
+  int *in = malloc((size_t)n * sizeof *in), *out = malloc((size_t)n * sizeof *out);
+  int nin = 0, nout = 0, pos = 0, mydom = me / dom, di = 0;
+  for (int i = 0; i < n; i++)
+    if (g->gpus[i] / dom == mydom) {
+      if (i == member) pos = nin;
+      in[nin++] = g->gpus[i];
+    }
+  /* one member per domain: the one at `pos` among its domain's members, in group order */
+  for (int d0 = 0; d0 < n; d0++) {
+    int dd = g->gpus[d0] / dom, first = 1, k = 0;
+    for (int j = 0; j < d0; j++) first &= g->gpus[j] / dom != dd;
+    if (!first) continue;
+    if (dd == mydom) di = nout;
+    for (int i = 0; i < n; i++)
+      if (g->gpus[i] / dom == dd && k++ == pos) out[nout++] = g->gpus[i];
+  }
+  int oi = 0;
+  for (int i = 0; i < nout; i++)
+    if (out[i] == me) oi = i;
+  cm_place pin, pout;
+  cm_place_list(w->cm, in, nin, &pin);
+  cm_place_list(w->cm, out, nout, &pout);
+  rview rin = {nin, pos, in, 1, NULL, 'i', gi, mydom};
+  rview rout = {nout, oi, out, 1, NULL, 'o', gi, pos};
+  (void)di;
+  cm_algo ao = CM_ALGO_RING;
+  cm_coll_best(w->cm, CM_ALL_REDUCE, bytes / nin, &pout, &ao);
+  if (ao != CM_ALGO_TREE) ao = CM_ALGO_RING; /* NVLS and HIER cannot span domains */
+  ring_run(w, &rin, &pin, CM_REDUCE_SCATTER, CM_ALGO_RING, bytes);
+  ring_run(w, &rout, &pout, CM_ALL_REDUCE, ao, bytes / nin);
+  ring_run(w, &rin, &pin, CM_ALL_GATHER, CM_ALGO_RING, bytes);
+  free(in), free(out);
+}
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+typedef void (*coll_form)(sim__world *, int, int, cm_coll, cm_algo, double);
+
+/* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's two forms differ inside
+ * ring_run; the tree, and any algorithm without an entry here, runs as ring flows with its own
+ * volume, bandwidth and latency (ring_run). */
+static const coll_form forms[CM_NALGOS][2] = {
+    [CM_ALGO_RING] = {coll_ring, coll_ring},
+    [CM_ALGO_TREE] = {coll_ring, coll_ring},
+    [CM_ALGO_NVLS] = {coll_nvls, coll_nvls},
+    [CM_ALGO_HIER] = {coll_hier, coll_hier},
+};
+static const coll_form a2a_forms[2] = {a2a_fast, a2a_step};
 
 void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
   const sim__group *g = &w->groups[gi];
   if (g->n <= 1 || bytes <= 0) return;
-  if (c == CM_ALL_TO_ALL) {
-    a2a(w, gi, member, bytes);
-    return;
-  }
-  cm_coll_parts parts;
-  if (cm_coll_split(w->cm, c, a, bytes, &g->pl, &parts))
-    cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, &g->pl, &parts);
-  if (a == CM_ALGO_NVLS && g->relay_node) {
-    nvls(w, gi, member, &parts);
-    return;
-  }
-  int n = g->n;
-  int steps = c == CM_ALL_REDUCE ? 2 * (n - 1) : c == CM_SEND_RECV ? 1 : n - 1;
-  double base = cm_model_params(w->cm)->algo[a].base_us * 1e-6;
-  if (base > parts.lat_s) base = parts.lat_s;
-  double flow = parts.bw_Bps > 0 ? parts.vol_bytes / parts.ramp : 0;
-  /* the ring's flows run at the slowest link's speed in the platform; the cost model's
-   * bandwidth for this group is the same link's share, so alone the times agree */
-  if (w->fidelity == SIM_STEP)
-    ring_flows(w, gi, member, flow, steps, base, (parts.lat_s - base) / steps);
-  else
-    ring_flows(w, gi, member, flow, 1, 0, parts.lat_s);
-}
-
-/* ---- NVLS relays --------------------------------------------------------------------------- */
-
-typedef struct relay {
-  sim__world *w;
-  int gi;          /* group */
-  int host;        /* this relay's switch host */
-  int domain;      /* 1: the domain-level relay */
-  int nmembers;    /* GPUs (node relay) or node relays (domain relay) it serves */
-  int *members;    /* member indices (node relay) or node switch hosts (domain relay) */
-  int ninst;
-  double *bytes;   /* per NVLS collective of the group, in order */
-} relay;
-
-static void relay_main(int argc, char **argv) {
-  (void)argc, (void)argv;
-  relay *r = sg_actor_self_get_data();
-  sim__world *w = r->w;
-  const sim__group *g = &w->groups[r->gi];
-  int two = g->relay_dom, n = r->nmembers;
-  sg_comm_t *c = malloc((size_t)(2 * n + 2) * sizeof *c);
-  void *data;
-  double scale = w->topo.f.nvlink_Bps / (w->topo.c->nvlink.gbps_per_gpu * 1e9 *
-                                         cm_model_params(w->cm)->nvls_eff);
-  for (int i = 0; i < r->ninst; i++) {
-    cm_coll_parts parts;
-    cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, r->bytes[i], &g->pl, &parts);
-    double down = parts.vol_bytes / parts.ramp * scale, up = r->bytes[i] / parts.ramp;
-    size_t k = 0;
-    if (!r->domain) {
-      for (int j = 0; j < n; j++) {
-        c[k++] = sg_mailbox_get_async(mbox("v%d.n%d.%d", r->gi, r->host, 0), &data);
-        int m = r->members[j];
-        c[k++] = sim__put(w, r->host, g->gpus[m], mbox("g%d.%d.%d", r->gi, m, 0), down);
-      }
-      if (two) {
-        int dom = sim__nvs_of(&w->topo, g->gpus[r->members[0]], 1);
-        c[k++] = sim__put(w, r->host, dom, mbox("v%d.d%d.%d", r->gi, dom, 0), up);
-        c[k++] = sg_mailbox_get_async(mbox("v%d.n%d.%d", r->gi, r->host, 1), &data);
-      }
-    } else {
-      for (int j = 0; j < n; j++) {
-        c[k++] = sg_mailbox_get_async(mbox("v%d.d%d.%d", r->gi, r->host, 0), &data);
-        c[k++] = sim__put(w, r->host, r->members[j], mbox("v%d.n%d.%d", r->gi, r->members[j], 1),
-                          up);
-      }
-    }
-    wait_all(c, k);
-  }
-  free(c);
-}
-
-void sim__relays_start(sim__world *w) {
-  for (int gi = 0; gi < w->ngroups; gi++) {
-    sim__group *g = &w->groups[gi];
-    if (!g->relay_node) continue;
-    /* the NVLS collectives of this group, from its first member's program */
-    const sim__prog *pg = &w->prog[g->actor0];
-    int ninst = 0;
-    for (int i = 0; i < pg->n; i++)
-      ninst += pg->ops[i].kind == SIM__OP_COLL && pg->ops[i].group == gi &&
-               pg->ops[i].algo == CM_ALGO_NVLS;
-    if (!ninst) continue;
-    double *bytes = malloc((size_t)ninst * sizeof *bytes);
-    int k = 0;
-    for (int i = 0; i < pg->n; i++)
-      if (pg->ops[i].kind == SIM__OP_COLL && pg->ops[i].group == gi &&
-          pg->ops[i].algo == CM_ALGO_NVLS)
-        bytes[k++] = pg->ops[i].bytes;
-    /* one relay per node the group touches, one per domain above them */
-    int *hosts = malloc((size_t)g->n * sizeof *hosts), nh = 0;
-    for (int m = 0; m < g->n; m++) {
-      int h = sim__nvs_of(&w->topo, g->gpus[m], 0), seen = 0;
-      for (int j = 0; j < nh; j++) seen |= hosts[j] == h;
-      if (!seen) hosts[nh++] = h;
-    }
-    for (int j = 0; j < nh; j++) {
-      relay *r = calloc(1, sizeof *r);
-      r->w = w, r->gi = gi, r->host = hosts[j], r->ninst = ninst, r->bytes = bytes;
-      r->members = malloc((size_t)g->n * sizeof *r->members);
-      for (int m = 0; m < g->n; m++)
-        if (sim__nvs_of(&w->topo, g->gpus[m], 0) == hosts[j]) r->members[r->nmembers++] = m;
-      char name[48], hn[48];
-      sim__host_name(&w->topo, hosts[j], hn, sizeof hn);
-      snprintf(name, sizeof name, "relay%d.%d", gi, j);
-      sg_actor_t a = sg_actor_init(name, sg_host_by_name(hn));
-      sg_actor_set_data(a, r);
-      sg_actor_start_(a, relay_main, 0, NULL);
-    }
-    if (g->relay_dom) {
-      relay *r = calloc(1, sizeof *r);
-      r->w = w, r->gi = gi, r->domain = 1, r->ninst = ninst, r->bytes = bytes;
-      r->host = sim__nvs_of(&w->topo, g->gpus[0], 1);
-      r->members = hosts, r->nmembers = nh;
-      char name[48], hn[48];
-      sim__host_name(&w->topo, r->host, hn, sizeof hn);
-      snprintf(name, sizeof name, "relayd%d", gi);
-      sg_actor_t a = sg_actor_init(name, sg_host_by_name(hn));
-      sg_actor_set_data(a, r);
-      sg_actor_start_(a, relay_main, 0, NULL);
-    } else {
-      free(hosts);
-    }
-  }
-}
-
-/* ---- accounting ------------------------------------------------------------------------------ */
-
-static void account(sim__world *w, int src, int dst, double bytes) {
-  w->messages++;
-  double *lb = w->link_bytes;
-  if (!lb) return;
-  sim__hop h[SIM__MAXHOPS];
-  int n = sim__route(&w->topo, src, dst, h);
-  for (int i = 0; i < n && i < SIM__MAXHOPS; i++) lb[2 * h[i].link + (h[i].up ? 0 : 1)] += bytes;
+  int f = w->fidelity == SIM_STEP;
+  coll_form fn = c == CM_ALL_TO_ALL                          ? a2a_forms[f]
+                 : (unsigned)a < CM_NALGOS && forms[a][f] ? forms[a][f]
+                                                            : coll_ring;
+  fn(w, gi, member, c, (unsigned)a < CM_NALGOS ? a : CM_ALGO_RING, bytes);
 }

@@ -11,7 +11,9 @@
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
+#include <simgrid/link.h>
 #include <simgrid/mailbox.h>
+#include <simgrid/plugins/load.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -145,7 +147,6 @@ void sim__run_world(sim__world *w) {
     sg_actor_set_data(a, ga);
     sg_actor_start_(a, gpu_main, 0, NULL);
   }
-  sim__relays_start(w);
   simgrid_run();
 }
 
@@ -190,6 +191,53 @@ static cm_level level_of(sim__link_kind k) {
   return map[k];
 }
 
+/* The SimGrid links of fabric link l: a split-duplex link is two (UP, DOWN), a torus link one. */
+static int sg_links_of(const sim__topo *t, int l, sg_link_t out[2]) {
+  char name[48], dir[64];
+  sim__link_name(t, l, name, sizeof name);
+  if (sim__link_kind_of(t, l) == SIM__L_TOR) {
+    out[0] = sg_link_by_name(name);
+    return out[0] ? 1 : 0;
+  }
+  snprintf(dir, sizeof dir, "%s_UP", name);
+  out[0] = sg_link_by_name(dir);
+  snprintf(dir, sizeof dir, "%s_DOWN", name);
+  out[1] = sg_link_by_name(dir);
+  return out[0] && out[1] ? 2 : 0;
+}
+
+static void track_links(int argc, char **argv) {
+  (void)argc, (void)argv;
+  const sim__topo *t = sg_actor_self_get_data();
+  for (int l = 0; l < t->nlinks; l++) {
+    sg_link_t sl[2];
+    for (int d = 0, nd = sg_links_of(t, l, sl); d < nd; d++) sg_link_load_track(sl[d]);
+  }
+}
+
+/* Utilisation of each level: the bytes SimGrid's link-load plugin saw each link direction
+ * carry, over (bandwidth * time); the mean over the level's link directions and the largest. */
+static void utilisation(sim__world *w, wire *h) {
+  int cnt[CM_NLEVELS] = {0};
+  for (int l = 0; l < w->topo.nlinks; l++) {
+    sg_link_t sl[2];
+    int nd = sg_links_of(&w->topo, l, sl);
+    cm_level lv = level_of(sim__link_kind_of(&w->topo, l));
+    double bw = sim__link_bw(&w->topo, l);
+    h->levels_present |= 1 << lv;
+    for (int d = 0; d < nd; d++) {
+      double bytes = sg_link_get_cum_load(sl[d]);
+      w->link_bytes[2 * l + d] = bytes;
+      double u = bw > 0 && h->end_time > 0 ? bytes / (bw * h->end_time) : 0;
+      h->util_mean[lv] += u;
+      cnt[lv]++;
+      if (u > h->util_max[lv]) h->util_max[lv] = u;
+    }
+  }
+  for (int lv = 0; lv < CM_NLEVELS; lv++)
+    if (cnt[lv]) h->util_mean[lv] /= cnt[lv];
+}
+
 static void child(sim__world *w, const char *platform, int fd) {
   wire h;
   memset(&h, 0, sizeof h);
@@ -201,6 +249,7 @@ static void child(sim__world *w, const char *platform, int fd) {
   sg_cfg_set_boolean("network/crosstraffic", "no");
   sg_cfg_set_double("network/TCP-gamma", 0);
   sg_cfg_set_int("contexts/stack-size", 256);
+  sg_link_load_plugin_init(); /* before the platform: it hooks the links' creation */
   simgrid_load_platform(platform); /* throws (and aborts) on a platform SimGrid rejects */
   char loaded = 'L';
   if (write_all(fd, &loaded, 1)) _exit(3);
@@ -211,24 +260,17 @@ static void child(sim__world *w, const char *platform, int fd) {
     h.status = 1;
     snprintf(h.msg, sizeof h.msg, "sim: out of memory");
   } else {
+    /* the first actor tracks every link at time 0 (SimGrid 3.32 forgets the tracking of
+     * links tracked before the run starts and seals the platform) */
+    char h0[48];
+    sim__host_name(&w->topo, 0, h0, sizeof h0);
+    sg_actor_t tr = sg_actor_init("track", sg_host_by_name(h0));
+    sg_actor_set_data(tr, &w->topo);
+    sg_actor_start_(tr, track_links, 0, NULL);
     sim__run_world(w);
     h.end_time = simgrid_get_clock();
     h.messages = w->messages;
-    /* utilisation: bytes carried / (bandwidth * time), per direction */
-    int cnt[CM_NLEVELS] = {0};
-    for (int l = 0; l < w->topo.nlinks && h.end_time > 0; l++) {
-      cm_level lv = level_of(sim__link_kind_of(&w->topo, l));
-      double bw = sim__link_bw(&w->topo, l);
-      h.levels_present |= 1 << lv;
-      for (int d = 0; d < 2; d++) {
-        double u = bw > 0 ? w->link_bytes[2 * l + d] / (bw * h.end_time) : 0;
-        h.util_mean[lv] += u;
-        cnt[lv]++;
-        if (u > h.util_max[lv]) h.util_max[lv] = u;
-      }
-    }
-    for (int lv = 0; lv < CM_NLEVELS; lv++)
-      if (cnt[lv]) h.util_mean[lv] /= cnt[lv];
+    utilisation(w, &h);
     h.nevents = w->nevents;
   }
   int bad = write_all(fd, &h, sizeof h) ||
@@ -436,6 +478,7 @@ static int world_init(sim__world *w, cm_model *cm, sim_fidelity fid, int ngpu, p
   memset(w, 0, sizeof *w);
   w->cm = cm;
   sim__topo_init(&w->topo, cm_model_cluster(cm), cm);
+  if (sim__topo_check(&w->topo, err)) return err->code;
   w->fidelity = fid;
   w->ngpu = ngpu;
   w->prog = calloc((size_t)ngpu, sizeof *w->prog);
@@ -493,6 +536,10 @@ int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f,
       rc = rc ? rc : err->code;
       break;
     }
+    if (jobs[j].algo == CM_ALGO_NVLS && jobs[j].n > 1 && jobs[j].bytes > 0 &&
+        !sim__nvls_ok(&w, gi, jobs[j].coll, jobs[j].bytes))
+      rc = pp_err_set(err, PP_INPUT, "sim: job %d: NVLS cannot run %s there (it runs inside one "
+                      "NVLink domain whose switches reduce)", j, cm_coll_name(jobs[j].coll));
     w.groups[gi].actor0 = at;
     for (int k = 0; k < jobs[j].n && !rc; k++, at++) {
       w.host_of[at] = jobs[j].gpus[k];
@@ -512,6 +559,7 @@ int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f,
       for (int k = 0; k < jobs[j].n; k++, a++)
         if (w.gpu_end[a] > t) t = w.gpu_end[a];
       jobs[j].time_s = t;
+      jobs[j].messages = r.messages;
     }
     sim_result_clear(&r);
   }

@@ -39,6 +39,8 @@ typedef struct sim__hop {
 
 void sim__topo_init(sim__topo *t, const spec_cluster *c, const cm_model *cm);
 double sim__link_bw(const sim__topo *t, int link);
+/* PP_INPUT when the fabric needs more than two switch levels (leaves per rail > radix). */
+int sim__topo_check(const sim__topo *t, pp_err *err);
 sim__link_kind sim__link_kind_of(const sim__topo *t, int link);
 void sim__link_name(const sim__topo *t, int link, char *buf, size_t n);
 /* Hosts: GPUs 0..ngpu-1, then NVLS switches (node ones, then domain ones). */
@@ -119,7 +121,8 @@ typedef struct sim__world {
   sim_event *events;
   size_t nevents, capevents;
   long messages;
-  double *link_bytes; /* per link: bytes carried up [2 l] and down [2 l + 1] */
+  double *link_bytes; /* per link: bytes carried up [2 l] and down [2 l + 1] (torus links:
+                         [2 l] only), from SimGrid's link-load plugin at the end of the run */
   double end_time;
   double *gpu_end;    /* per GPU: when its program finished */
   double (*gpu_kind)[SIM_NEVKINDS]; /* per GPU: seconds spent per event kind */
@@ -138,16 +141,24 @@ int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *e
 
 /* In the SimGrid child: creates the actors of every program (and NVLS relays) and runs. */
 void sim__run_world(sim__world *w);
-/* Posts a message of `bytes` from host src to host dst on mailbox mb (inside an actor), and
- * counts it and its bytes on every link of its route. */
+/* Posts a message of `bytes` from host src to host dst on mailbox mb (inside an actor) and
+ * counts it; the bytes each link carries come from SimGrid's link-load plugin (child()). */
 sg_comm_t sim__put(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
 /* The same, sent without waiting for it (an asynchronous pipeline send). */
 void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
 /* The collective a member of a group runs (inside its actor). */
 void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes);
 void sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes, double delay);
-/* NVLS relays run on switch hosts; created for every group that uses NVLS. */
-void sim__relays_start(sim__world *w);
+/* 1 when collective c can run with NVLS on group gi (inside one NVLink domain whose switches
+ * reduce, and priced by the cost model); else sim__coll_exec runs it as a ring. */
+int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
+/* Chunking of the step forms (sim_coll.c): an NVLS pipeline's chunk on a member's NVLink
+ * port and the most chunks one all-reduce is cut into; an all-to-all pair's chunk and the most
+ * rounds. NVLS relays are actors on the switch hosts that each collective starts itself. */
+#define SIM__NVLS_CHUNK (256.0 * 1024)
+#define SIM__NVLS_MAXCHUNKS 1024
+#define SIM__A2A_CHUNK (1024.0 * 1024)
+#define SIM__A2A_MAXROUNDS 16
 
 /* Runs fn(w, arg) in a child process with SimGrid set up on the platform of w; the child
  * writes results back through `out_size` bytes of *out (and the events). */

@@ -11,6 +11,10 @@
  *   leaf<l>   a leaf switch's uplink to the spine (its nodes' NIC capacity / oversubscription);
  *             a rail-optimized fabric has one leaf per rail per group of leaf_nodes nodes
  *   t<g>_<d><p|m> the torus link leaving chip g along dimension d in the + or - direction
+ * The spine switches are not links: in a two-level Clos every leaf has a port on every spine
+ * switch and a spine switch is non-blocking, so a flow between leaves crosses only the two
+ * leaf uplinks (oversubscription sits there); a fabric with more leaves per rail than a
+ * spine switch has ports would need a third level, which sim__topo_check refuses.
  * Routes: NVLink inside a domain (through the node uplinks when nodes differ), else NIC, leaf
  * uplinks when the leaves differ, NIC; on a rail-optimized fabric a GPU whose NIC is on another
  * rail than the destination's first hands the data over NVLink to the GPU on that rail (PXN,
@@ -58,6 +62,17 @@ void sim__topo_init(sim__topo *t, const spec_cluster *c, const cm_model *cm) {
     at += counts[k];
   }
   t->nlinks = at;
+}
+
+int sim__topo_check(const sim__topo *t, pp_err *err) {
+  int groups = (t->nodes + t->leaf_nodes - 1) / (t->leaf_nodes > 0 ? t->leaf_nodes : 1);
+  int radix = t->c->network.switch_radix;
+  if (t->nics && radix > 0 && groups > radix)
+    return pp_err_set(err, PP_INPUT,
+                      "sim: %s: %d leaves per rail exceed the %d ports of a spine switch; a "
+                      "third switch level is not modelled (at most %d nodes)",
+                      t->c->name, groups, radix, radix * t->leaf_nodes);
+  return PP_OK;
 }
 
 sim__link_kind sim__link_kind_of(const sim__topo *t, int link) {
@@ -244,11 +259,19 @@ int sim__platform_write(const sim__topo *t, const sim__pairs *pairs, FILE *f) {
     sim__host_name(t, h, a, sizeof a);
     fprintf(f, "<host id=\"%s\" speed=\"1f\"/>\n", a);
   }
+  /* a split-duplex link is written as its two directions, <name>_UP and <name>_DOWN, each a
+   * shared link of its own: what SPLITDUPLEX makes, except that SimGrid 3.32's link-load
+   * plugin can track them (it crashes on the halves of a SPLITDUPLEX link) */
   for (int l = 0; l < t->nlinks; l++) {
     sim__link_name(t, l, a, sizeof a);
-    int duplex = sim__link_kind_of(t, l) != SIM__L_TOR;
-    fprintf(f, "<link id=\"%s\" bandwidth=\"%.6eBps\" latency=\"0s\"%s/>\n", a,
-            sim__link_bw(t, l), duplex ? " sharing_policy=\"SPLITDUPLEX\"" : "");
+    double bw = sim__link_bw(t, l);
+    if (sim__link_kind_of(t, l) == SIM__L_TOR) {
+      fprintf(f, "<link id=\"%s\" bandwidth=\"%.6eBps\" latency=\"0s\"/>\n", a, bw);
+      continue;
+    }
+    for (int d = 0; d < 2; d++)
+      fprintf(f, "<link id=\"%s_%s\" bandwidth=\"%.6eBps\" latency=\"0s\"/>\n", a,
+              d ? "DOWN" : "UP", bw);
   }
   sim__hop hops[SIM__MAXHOPS];
   for (size_t i = 0; i < pairs->cap; i++) {
@@ -265,7 +288,7 @@ int sim__platform_write(const sim__topo *t, const sim__pairs *pairs, FILE *f) {
       if (sim__link_kind_of(t, hops[j].link) == SIM__L_TOR)
         fprintf(f, "<link_ctn id=\"%s\"/>", a);
       else
-        fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", a, hops[j].up ? "UP" : "DOWN");
+        fprintf(f, "<link_ctn id=\"%s_%s\"/>", a, hops[j].up ? "UP" : "DOWN");
     }
     fprintf(f, "</route>\n");
   }

@@ -82,6 +82,7 @@ typedef struct sim_coll_job {
   int n;
   const int *gpus;  /* n GPU ids */
   double time_s;    /* out */
+  long messages;    /* out: messages the whole run simulated (all jobs together) */
 } sim_coll_job;
 
 /* On cm's cluster with cm's parameters (its model plays no part). */
