@@ -545,56 +545,38 @@ static void run_tmpl(lower *L, int g, const tmpl *t, int count, double (*agg)[SP
 }
 
 /* ZeRO-3: helper templates holding the gather of the next part and the reduce-scatter of the
- * previous one ([next kind + 1][prev kind + 1], 0: none). */
+ * previous one when it was a backward ([next kind + 1][previous kind + 1], 0: none). */
 typedef struct zero3 {
   int on;
-  int a[NPARTS + 1][NPARTS + 1][2], b[NPARTS + 1][NPARTS + 1][2];
+  int a[NPARTS + 1][NPARTS + 1], b[NPARTS + 1][NPARTS + 1];
 } zero3;
 
-static void zero3_coll(lower *L, const gpu_plan *gp, int part, int fwd, int which) {
+static void zero3_coll(lower *L, const gpu_plan *gp, int part, int which) {
   cm_lop z[2];
-  int n = cm_zero3_ops(L->w->cm, gp->pr, (cm_part)part, fwd, z);
+  int n = cm_zero3_ops(L->w->cm, gp->pr, (cm_part)part, 0, z);
   if (which < n) emit_coll(L, gp->g, gp->grp[SPEC_GRP_DP], z[which].coll, z[which].bytes, SIM_EV_DP);
 }
 
 static void zero3_build(lower *L, const gpu_plan *gp, zero3 *z) {
   sim__prog *pg = &L->w->prog[gp->g];
-  for (int fwd = 0; fwd < 2; fwd++)
-    for (int nx = 0; nx <= NPARTS; nx++)
-      for (int pv = 0; pv <= NPARTS; pv++) {
-        z->a[nx][pv][fwd] = pg->n;
-        if (nx) zero3_coll(L, gp, nx - 1, fwd, 0);
-        if (pv && !fwd) zero3_coll(L, gp, pv - 1, 0, 1);
-        z->b[nx][pv][fwd] = pg->n;
-      }
+  for (int nx = 0; nx <= NPARTS; nx++)
+    for (int pv = 0; pv <= NPARTS; pv++) {
+      z->a[nx][pv] = pg->n;
+      if (nx) zero3_coll(L, gp, nx - 1, 0);
+      if (pv) zero3_coll(L, gp, pv - 1, 1);
+      z->b[nx][pv] = pg->n;
+    }
 }
 
-/* The parts of one forward or backward of a chunk, in order, with ZeRO-3's gathers prefetched
- * one part ahead in a helper and its reduce-scatters one part behind. */
-static void emit_parts(lower *L, const gpu_plan *gp, const tmpl (*T)[2], const zero3 *z,
-                       int nl, int first, int last, int fwd, double (*agg)[SPEC_NGRPS]) {
-  int g = gp->g, seq[3], cnt[3], ns = 0;
+/* The parts of one forward or backward of a chunk, in order: seq/cnt, returns their number. */
+static int part_seq(int nl, int first, int last, int fwd, int *seq, int *cnt) {
+  int ns = 0;
   if (fwd && first) seq[ns] = P_EMBED, cnt[ns++] = 1;
   if (!fwd && last) seq[ns] = P_HEAD, cnt[ns++] = 1;
   if (nl > 0) seq[ns] = P_LAYER, cnt[ns++] = nl;
   if (fwd && last) seq[ns] = P_HEAD, cnt[ns++] = 1;
   if (!fwd && first) seq[ns] = P_EMBED, cnt[ns++] = 1;
-  if (!z->on) {
-    for (int s = 0; s < ns; s++) run_tmpl(L, g, &T[seq[s]][fwd], cnt[s], agg);
-    return;
-  }
-  int parts[3 * 1024], m = 0; /* one entry per part instance */
-  for (int s = 0; s < ns; s++)
-    for (int k = 0; k < cnt[s] && m < 3 * 1024; k++) parts[m++] = seq[s];
-  if (m) zero3_coll(L, gp, parts[0], fwd, 0);
-  for (int i = 0; i < m && !L->rc; i++) {
-    int nx = i + 1 < m ? parts[i + 1] + 1 : 0, pv = !fwd && i > 0 ? parts[i - 1] + 1 : 0;
-    int a = z->a[nx][pv][fwd], b = z->b[nx][pv][fwd];
-    if (b > a) emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_ZERO3, .a = a, .b = b});
-    run_tmpl(L, g, &T[parts[i]][fwd], 1, agg);
-    if (b > a) emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_ZERO3, .ev = SIM_EV_DP});
-  }
-  if (m && !fwd) zero3_coll(L, gp, parts[m - 1], 0, 1);
+  return ns;
 }
 
 /* The chunk's aggregated ring-form collectives, one flow per group. */
@@ -679,6 +661,8 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
   for (int i = 0; i < n; i++)
     if (!items[i].fwd) last_b = i;
   int dp_async = prm->overlap_grad_reduce && gp->dp * gp->cp > 1 && gp->zero < 3, async_at = -1;
+  int z_first = 1, z_prev = -1; /* ZeRO-3: the first gather waits; the part whose gradients
+                                   are still to reduce-scatter */
   for (int i = 0; i < n && !L->rc; i++) {
     spec_step it = items[i];
     int vs = it.chunk * P + r; /* virtual stage */
@@ -691,11 +675,36 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
     if (it.fwd && !first) emit_recvs(L, g, &gp->prev, 0);
     if (!it.fwd && !last) emit_recvs(L, g, &gp->next, 1);
     emit_begin(L, g, it.mb, it.chunk);
-    emit_parts(L, gp, T, &z, gp->counts[vs], first, last, it.fwd, agg);
+    int seq[3], cnt[3], ns = part_seq(gp->counts[vs], first, last, it.fwd, seq, cnt);
+    for (int s = 0; s < ns; s++) {
+      if (!z.on) {
+        run_tmpl(L, g, &T[seq[s]][it.fwd], cnt[s], agg);
+        continue;
+      }
+      /* ZeRO-3 (pp = 1, so the parts of the whole schedule follow each other): each part
+       * runs beside a helper gathering the next part's parameters and reduce-scattering the
+       * previous part's gradients; the first gather and the last reduce-scatter wait */
+      for (int k = 0; k < cnt[s] && !L->rc; k++) {
+        int nx = -1, more = k + 1 < cnt[s] || s + 1 < ns;
+        if (more) nx = k + 1 < cnt[s] ? seq[s] : seq[s + 1];
+        else if (i + 1 < n) { /* the first part of the next item */
+          spec_step nt = items[i + 1];
+          int nvs2 = nt.chunk * P + r, s2[3], c2[3];
+          if (part_seq(gp->counts[nvs2], nvs2 == 0, nvs2 == nvs - 1, nt.fwd, s2, c2)) nx = s2[0];
+        }
+        if (z_first) zero3_coll(L, gp, seq[s], 0), z_first = 0;
+        int ai = z.a[nx + 1][z_prev + 1], bi = z.b[nx + 1][z_prev + 1];
+        if (bi > ai) emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_ZERO3, .a = ai, .b = bi});
+        run_tmpl(L, g, &T[seq[s]][it.fwd], 1, agg);
+        if (bi > ai) emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_ZERO3, .ev = SIM_EV_DP});
+        z_prev = it.fwd ? -1 : seq[s];
+      }
+    }
     emit_agg(L, gp, agg);
     if (it.fwd && !last) emit_sends(L, g, &gp->next, 0);
     if (!it.fwd && !first) emit_sends(L, g, &gp->prev, 1);
   }
+  if (z.on && z_prev >= 0) zero3_coll(L, gp, z_prev, 1);
   emit_tail(L, gp, async_at);
   for (int part = 0; part < NPARTS; part++) free(T[part][0].ops), free(T[part][1].ops);
 }
