@@ -480,13 +480,6 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
     w.per_layer = o->per_layer || o->fidelity == SIM_STEP;
     rc = sim__lower(&w, m, plan, err);
   }
-  if (!rc && getenv("SIMDUMP")) {
-    const sim__prog *pg = &w.prog[0];
-    for (int i = 0; i < pg->n; i++)
-      fprintf(stderr, "%d%s k%d g%d c%d a%d by%g t%g a%d b%d n%d s%d ev%d\n", i, i == pg->main_at ? "*" : " ", pg->ops[i].kind,
-              pg->ops[i].group, pg->ops[i].coll, pg->ops[i].algo, pg->ops[i].bytes, pg->ops[i].t,
-              pg->ops[i].a, pg->ops[i].b, pg->ops[i].count, pg->ops[i].slot, pg->ops[i].ev);
-  }
   if (!rc && !has_work(&w))
     rc = pp_err_set(err, PP_INPUT, "sim: the plan lowers to no work on model %s (no compute, no transfer)",
                     m->name);
