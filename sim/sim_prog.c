@@ -1,12 +1,16 @@
 /* Groups, per-GPU programs and the lowering of a plan to them.
  *
  * A GPU's program is the sequence Megatron's schedule runs: for each (forward or backward,
- * microbatch, model chunk) its compute as a delay (the cost model's time for those layers),
- * then its exposed TP/SP, CP and EP communication replayed on the group's links, and its
- * pipeline sends (asynchronous) and receives (blocking); then the data-parallel gradient
- * reduction (in a helper actor from the last backward on when the software overlaps it), the
- * optimizer step and the distributed optimizer's parameter gather. Every GPU of the plan runs
- * its own program, so every group's traffic is on the links at once. */
+ * microbatch, model chunk) the ops of its parts (embedding, layers, head) as the cost model
+ * lists them (cm_part_ops): compute as delays, every TP/SP, CP and EP collective on its group
+ * with the algorithm the cost model picks, overlapped communication in helper actors (ring
+ * attention, TP overlap, ZeRO-3's prefetched gathers and reduce-scatters); its pipeline sends
+ * (asynchronous) and receives (blocking); then the data-parallel gradient reduction (in a
+ * helper from the last backward on when the software overlaps it), the optimizer step and the
+ * distributed optimizer's parameter gather. Parts are templates run by OP_CALL; at the fast
+ * fidelity the ring-form collectives nothing overlaps are aggregated per chunk and group
+ * (sim/README.md, "Programs"). Every GPU runs its own program, so every group's traffic is on
+ * the links at once. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
