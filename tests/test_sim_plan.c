@@ -6,9 +6,9 @@
  *     agrees within 0.5% with every collective of every layer simulated by itself, on plans
  *     with TP, SP, CP, EP, ZeRO-1, interleaving, a multi-node NVLink domain, a torus and
  *     non-uniform stages;
- *   - ZeRO-3: the lowered programs gather and reduce-scatter per microbatch exactly the bytes
- *     the cost model charges (cm_zero3_ops over the stage's parts), and simulate to its time
- *     within 3% when uncontended. */
+ *   - ZeRO-3: the lowered programs gather twice and reduce-scatter once per microbatch exactly
+ *     the rank's parameters, as the cost model charges (bf16 gathers, gradients at
+ *     grad_comm_bytes), and simulate to its time within 3% when uncontended. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,14 +130,13 @@ static void zero3(void) {
   cm_layer_profile pr;
   CHECK_EQ(cm_layer_profile_get(x.cm, p->tp, p->cp, p->ep, p->dp, p->mbs, p->sp, p->recompute,
                                 &pr), PP_OK);
-  double ag = 0, rs = 0;
-  for (int part = 0; part < 3; part++) {
-    cm_lop z[2];
-    int n = cm_zero3_ops(x.cm, &pr, (cm_part)part, 0, z);
-    CHECK_EQ(n, 2);
-    double times = part == CM_PART_LAYER ? x.m.layers : 1;
-    ag += 2 * times * z[0].bytes, rs += times * z[1].bytes;
-  }
+  /* the rank's parameters (the head's are the embedding's when tied), bf16 gathers */
+  double params = x.m.layers * pr.layer_params + pr.embed_params +
+                  (x.m.tied_embeddings ? 0 : pr.head_params);
+  double ag = 2 * params * 2, rs = params * cm_model_params(x.cm)->grad_comm_bytes;
+  cm_lop z[2];
+  CHECK_EQ(cm_zero3_ops(x.cm, &pr, CM_PART_LAYER, 0, z), 2);
+  CHECK_EQ(cm_zero3_ops(x.cm, &pr, CM_PART_HEAD, 1, z), x.m.tied_embeddings ? 0 : 1);
   int mb = p->gbs / (p->mbs * p->dp);
   /* the programs, lowered as sim_run lowers them */
   sim__world w;

@@ -360,7 +360,8 @@ double cm_lop_time(const cm_model *cm, const cm_lop *op);
 /* ZeRO-3's collectives of one part on one rank (group SPEC_GRP_DP), from the parameters of the
  * profile: forward, the all-gather of the part's parameters (bf16); backward, that all-gather
  * (out[0], before the part) and the reduce-scatter of its gradients (out[1], after it).
- * Returns the count (0 when the part holds no parameters on this rank). */
+ * Returns the count (0 when the part holds no parameters of its own on this rank: the head
+ * under tied embeddings uses the embedding's). */
 int cm_zero3_ops(const cm_model *cm, const cm_layer_profile *pr, cm_part part, int fwd,
                  cm_lop *out);
 
