@@ -404,6 +404,35 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
   B->t->inline_only |= emit_coll(B->L, B->gp->g, gid, c, bytes, grp_ev[k]);
 }
 
+/* The collective at ops[i], or in aggregated mode a run of NVLS collectives of one group and
+ * kind with nothing between them (the head's three loss all-reduces) as one collective of their
+ * bytes plus a delay for the latencies it saves: alone, the same time. Returns the next op. */
+static int tb_colls(tb *B, const cm_lop *ops, int n, int i) {
+  sim__world *w = B->L->w;
+  const cm_lop *o = &ops[i];
+  const sim__group *g = &w->groups[B->gp->grp[o->group]];
+  cm_algo a = CM_ALGO_RING, b = CM_ALGO_RING;
+  int j = i + 1;
+  if (!w->per_layer && g->n > 1 && o->coll != CM_ALL_TO_ALL) {
+    cm_coll_best(w->cm, o->coll, o->bytes, &g->pl, &a);
+    while (a == CM_ALGO_NVLS && g->relay_node && j < n && ops[j].kind == CM_LOP_COLL &&
+           ops[j].group == o->group && ops[j].coll == o->coll &&
+           (cm_coll_best(w->cm, o->coll, ops[j].bytes, &g->pl, &b), b == a))
+      j++;
+  }
+  if (j == i + 1) {
+    tb_coll(B, o->group, o->coll, o->bytes);
+    return j;
+  }
+  double sum = 0, alone = 0;
+  for (int k = i; k < j; k++)
+    sum += ops[k].bytes, alone += cm_coll_time(w->cm, o->coll, a, ops[k].bytes, &g->pl);
+  double saved = alone - cm_coll_time(w->cm, o->coll, a, sum, &g->pl);
+  tb_coll(B, o->group, o->coll, sum);
+  emit_sleep(B->L, B->gp->g, saved, grp_ev[o->group]);
+  return j;
+}
+
 /* A collective in a helper actor beside `beside` seconds of compute. */
 static void tb_overlap(tb *B, spec_grp k, cm_coll c, double bytes, double beside) {
   lower *L = B->L;
@@ -505,9 +534,8 @@ static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t)
       B.last_gemm = 0;
       i++;
     } else {
-      tb_coll(&B, o->group, o->coll, o->bytes);
+      i = tb_colls(&B, ops, n, i);
       B.last_gemm = 0;
-      i++;
     }
   }
   tb_flush(&B);
