@@ -2,8 +2,10 @@
  * pipeline steps come from the plan's layout (spec_layout, shared with the simulator); the
  * ops of every layer, the embedding and the head come from the cost model (cm_part_ops), so
  * the shapes run are the shapes scored. The data-parallel tail (gradient reduction, optimizer,
- * parameter all-gather under ZeRO) follows the last backward; nothing is overlapped, as on one
- * stream. */
+ * parameter all-gather under ZeRO) follows the last backward; under ZeRO-3 each part's
+ * parameters are all-gathered before its forward and its backward and its gradients
+ * reduce-scattered after its backward (cm_zero3_ops), and the tail keeps only the optimizer.
+ * Nothing is overlapped, as on one stream. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,12 +107,26 @@ static void push(lower *L, be_prog *pg, be_op op) {
 
 static const be_ev coll_ev[SPEC_NGRPS] = {BE_EV_TP, BE_EV_CP, BE_EV_DP, BE_EV_EP, BE_EV_DP};
 
-/* The cost model's ops of one part, as this rank's ops. */
-static void part(lower *L, be_prog *pg, const spec_slot *sl, cm_part what, int fwd, int mb,
-                 int chunk, const int deg[4], int mbs, spec_recompute rc) {
+/* ZeRO-3's collective `which` of a part (cm_zero3_ops: 0 the gather, 1 the reduce-scatter). */
+static void zero3_op(lower *L, be_prog *pg, const spec_slot *sl, const cm_layer_profile *pr,
+                     cm_part what, int which, int mb, int chunk) {
+  cm_lop z[2];
+  int n = L->p->zero >= 3 ? cm_zero3_ops(L->cm, pr, what, 0, z) : 0;
+  int g = sl->group[SPEC_GRP_DP];
+  if (which >= n || L->lay->groups[g].n <= 1) return;
+  push(L, pg, (be_op){.kind = BE_OP_COLL, .ev = BE_EV_DP, .name = z[which].name, .mb = mb,
+                      .chunk = chunk, .coll = z[which].coll, .bytes = z[which].bytes, .group = g});
+}
+
+/* The cost model's ops of one part, as this rank's ops; under ZeRO-3 the part's parameters
+ * are gathered before it and, after a backward, its gradients reduce-scattered. */
+static void part(lower *L, be_prog *pg, const spec_slot *sl, const cm_layer_profile *pr,
+                 cm_part what, int fwd, int mb, int chunk, const int deg[4], int mbs,
+                 spec_recompute rc) {
   cm_lop ops[CM_LOPS_MAX];
   int n = cm_part_ops(L->cm, what, deg[0], deg[1], deg[2], mbs, L->p->sp, rc, fwd, ops);
   be_ev ev = fwd ? BE_EV_FORWARD : BE_EV_BACKWARD;
+  zero3_op(L, pg, sl, pr, what, 0, mb, chunk);
   for (int i = 0; i < n; i++) {
     const cm_lop *o = &ops[i];
     be_op b = {.ev = ev, .name = o->name, .mb = mb, .chunk = chunk, .recompute = o->recompute};
@@ -132,6 +148,7 @@ static void part(lower *L, be_prog *pg, const spec_slot *sl, cm_part what, int f
     }
     push(L, pg, b);
   }
+  if (!fwd) zero3_op(L, pg, sl, pr, what, 1, mb, chunk);
 }
 
 /* The open p2p batch of a program. */
@@ -229,13 +246,13 @@ static void program(lower *L, int slot, spec_step *steps) {
       int vs = s.chunk * P + r, first = vs == 0, last = vs == nvs - 1;
       int layers = lay->layers[vs]; /* non-uniform: vs == r */
       if (s.fwd) {
-        if (first) part(L, pg, sl, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc);
-        for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 1, s.mb, s.chunk, deg, mbs, rc);
-        if (last) part(L, pg, sl, CM_PART_HEAD, 1, s.mb, s.chunk, deg, mbs, rc);
+        if (first) part(L, pg, sl, &pr, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc);
+        for (int l = 0; l < layers; l++) part(L, pg, sl, &pr, CM_PART_LAYER, 1, s.mb, s.chunk, deg, mbs, rc);
+        if (last) part(L, pg, sl, &pr, CM_PART_HEAD, 1, s.mb, s.chunk, deg, mbs, rc);
       } else {
-        if (last) part(L, pg, sl, CM_PART_HEAD, 0, s.mb, s.chunk, deg, mbs, rc);
-        for (int l = 0; l < layers; l++) part(L, pg, sl, CM_PART_LAYER, 0, s.mb, s.chunk, deg, mbs, rc);
-        if (first) part(L, pg, sl, CM_PART_EMBED, 0, s.mb, s.chunk, deg, mbs, rc);
+        if (last) part(L, pg, sl, &pr, CM_PART_HEAD, 0, s.mb, s.chunk, deg, mbs, rc);
+        for (int l = 0; l < layers; l++) part(L, pg, sl, &pr, CM_PART_LAYER, 0, s.mb, s.chunk, deg, mbs, rc);
+        if (first) part(L, pg, sl, &pr, CM_PART_EMBED, 0, s.mb, s.chunk, deg, mbs, rc);
       }
     }
     pb = i, pe = j, i = j;
@@ -244,11 +261,15 @@ static void program(lower *L, int slot, spec_step *steps) {
    * (experts over expert-DP), Adam on the shard, the shards gathered back under ZeRO */
   cm_tail tail;
   cm_dp_tail(L->cm, &pr, lay->layers, r, P, nvs, deg[1] * deg[3], deg[2], p->zero >= 1, &tail);
-  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_DP], tail.reduce, tail.dense_grad_bytes);
-  coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_EDP], tail.reduce, tail.expert_grad_bytes);
+  int z3 = p->zero >= 3; /* ZeRO-3 reduced and gathers per part */
+  if (!z3) {
+    coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_DP], tail.reduce, tail.dense_grad_bytes);
+    coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_EDP], tail.reduce, tail.expert_grad_bytes);
+  }
   push(L, pg, (be_op){.kind = BE_OP_MEM, .ev = BE_EV_OPTIMIZER, .name = "adam", .mb = -1,
                       .chunk = -1, .bytes = CM_ADAM_BYTES_PER_PARAM * tail.shard_params});
-  coll(L, pg, BE_EV_DP, "params", sl->group[SPEC_GRP_DP], CM_ALL_GATHER, tail.gather_bytes);
+  if (!z3)
+    coll(L, pg, BE_EV_DP, "params", sl->group[SPEC_GRP_DP], CM_ALL_GATHER, tail.gather_bytes);
 }
 
 /* The ranks a program sends to or receives from, ascending, without itself. */

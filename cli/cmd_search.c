@@ -503,7 +503,7 @@ static int simulate_top(const args *a, cm_model *cm, search_result *r, run_ctx *
     free(ids);
     return pp_err_set(err, PP_NOMEM, "search: out of memory");
   }
-  sim_opts so = {SIM_FAST, NULL, 0};
+  sim_opts so = {SIM_FAST, NULL, 0, 0};
   for (int i = 0; i < k; i++) {
     search_entry *e = &r->top[i];
     sim_result sr;

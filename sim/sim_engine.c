@@ -40,17 +40,27 @@ void sim_result_clear(sim_result *r) {
 typedef struct gpu_actor {
   sim__world *w;
   int gpu;
-  int a, b;          /* ops to run */
-  int helper;        /* 1: runs a delegated range (the overlapped DP reduction) */
-  int skip_a, skip_b; /* main: a range given to the helper */
-  sg_actor_t helper_actor;
-  double p2p_s;      /* main: estimated transfer part of its receive waits */
+  int a, b;                   /* ops to run */
+  int helper;                 /* 1: runs a delegated range (overlapped communication) */
+  int mb, chunk;              /* the events' microbatch and model chunk (OP_BEGIN) */
+  long last_ev;               /* its last event (merged with the next when contiguous) */
+  int skip_a[SIM__SLOTS], skip_b[SIM__SLOTS]; /* ranges given to helpers, further on */
+  sg_actor_t helpers[SIM__SLOTS];
 } gpu_actor;
 
-static void record(sim__world *w, int gpu, sim_ev_kind k, int mb, int chunk, double t0,
-                   double t1, int main_actor) {
-  if (main_actor) w->gpu_kind[gpu][k] += t1 - t0;
+/* Adds t1 - t0 to the GPU's time of kind k (main actor only) and, when a trace is wanted, an
+ * event, merged with the actor's previous one when it continues it. */
+static void record(gpu_actor *ga, sim_ev_kind k, double t0, double t1) {
+  sim__world *w = ga->w;
+  if (!ga->helper) w->gpu_kind[ga->gpu][k] += t1 - t0;
   if (!w->want_events || t1 <= t0) return;
+  if (ga->last_ev >= 0) {
+    sim_event *e = &w->events[ga->last_ev];
+    if (e->kind == k && e->microbatch == ga->mb && e->chunk == ga->chunk && e->end_s == t0) {
+      e->end_s = t1;
+      return;
+    }
+  }
   if (w->nevents == w->capevents) {
     size_t cap = w->capevents ? 2 * w->capevents : 4096;
     sim_event *e = realloc(w->events, cap * sizeof *e);
@@ -58,82 +68,94 @@ static void record(sim__world *w, int gpu, sim_ev_kind k, int mb, int chunk, dou
     w->events = e;
     w->capevents = cap;
   }
-  w->events[w->nevents++] = (sim_event){gpu, k, mb, chunk, t0, t1};
+  ga->last_ev = (long)w->nevents;
+  w->events[w->nevents++] = (sim_event){ga->gpu, k, ga->mb, ga->chunk, t0, t1};
 }
 
 static void gpu_main(int argc, char **argv);
 
-static void exec_ops(gpu_actor *ga) {
+/* Hands ops [o->a, o->b) to a new helper actor in o->slot. */
+static void start_helper(gpu_actor *ga, const sim__op *o) {
+  gpu_actor *h = malloc(sizeof *h);
+  *h = (gpu_actor){.w = ga->w, .gpu = ga->gpu, .a = o->a, .b = o->b, .helper = 1,
+                   .mb = ga->mb, .chunk = ga->chunk, .last_ev = -1};
+  char name[48];
+  snprintf(name, sizeof name, "h%d.%d", o->slot, ga->gpu);
+  sg_actor_t a = sg_actor_init(name, sg_host_self());
+  sg_actor_set_data(a, h);
+  sg_actor_ref(a);
+  sg_actor_start_(a, gpu_main, 0, NULL);
+  ga->helpers[o->slot] = a;
+}
+
+static void exec_range(gpu_actor *ga, int from, int to) {
   sim__world *w = ga->w;
   int gpu = ga->gpu;
   sim__prog *pg = &w->prog[gpu];
   int host = w->host_of ? w->host_of[gpu] : gpu;
-  int ev = -1, ev_mb = -1, ev_chunk = 0;
-  double ev_t0 = 0;
   char name[64];
   void *data;
-  for (int i = ga->a; i < ga->b; i++) {
-    if (!ga->helper && i == ga->skip_a && ga->skip_b > ga->skip_a) {
-      i = ga->skip_b - 1;
-      continue;
-    }
+  for (int i = from; i < to; i++) {
+    for (int s = 0; s < SIM__SLOTS && !ga->helper; s++)
+      if (i == ga->skip_a[s] && ga->skip_b[s] > i) {
+        i = ga->skip_b[s];
+        ga->skip_a[s] = ga->skip_b[s] = 0;
+        s = -1; /* the next op may start another delegated range */
+      }
+    if (i >= to) break;
     const sim__op *o = &pg->ops[i];
+    double t0 = simgrid_get_clock();
     switch (o->kind) {
-    case SIM__OP_SLEEP: sg_actor_sleep_for(o->t); break;
-    case SIM__OP_COLL: sim__coll_exec(w, o->group, o->member, o->coll, o->algo, o->bytes); break;
-    case SIM__OP_BATCH: sim__batch_exec(w, o->group, o->member, o->bytes, o->t); break;
+    case SIM__OP_SLEEP:
+      sg_actor_sleep_for(o->t);
+      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
+      break;
+    case SIM__OP_COLL:
+      sim__coll_exec(w, o->group, o->member, o->coll, o->algo, o->bytes);
+      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
+      break;
+    case SIM__OP_BATCH:
+      sim__batch_exec(w, o->group, o->member, o->bytes, o->t);
+      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
+      break;
     case SIM__OP_SEND:
       snprintf(name, sizeof name, "p%d.%d.%d", o->ev, host, o->peer);
       sim__put_detached(w, host, o->peer, sg_mailbox_by_name(name), o->bytes);
       break;
     case SIM__OP_RECV: {
-      double t0 = simgrid_get_clock();
       snprintf(name, sizeof name, "p%d.%d.%d", o->ev, o->peer, host);
       sg_comm_t c = sg_mailbox_get_async(sg_mailbox_by_name(name), &data);
       sg_comm_wait(c);
       if (o->t > 0) sg_actor_sleep_for(o->t); /* the transfer's latency */
-      record(w, gpu, SIM_EV_P2P, -1, 0, t0, simgrid_get_clock(), !ga->helper);
+      record(ga, SIM_EV_P2P, t0, simgrid_get_clock());
       break;
     }
-    case SIM__OP_ASYNC: {
-      gpu_actor *h = malloc(sizeof *h);
-      *h = (gpu_actor){w, gpu, o->a, o->b, 1, 0, 0, NULL, 0};
-      ga->skip_a = o->a, ga->skip_b = o->b;
-      snprintf(name, sizeof name, "dp%d", gpu);
-      sg_actor_t a = sg_actor_init(name, sg_host_self());
-      sg_actor_set_data(a, h);
-      sg_actor_ref(a);
-      sg_actor_start_(a, gpu_main, 0, NULL);
-      ga->helper_actor = a;
+    case SIM__OP_ASYNC:
+      start_helper(ga, o);
+      if (o->a == i + 1) i = o->b - 1; /* the range follows: go on after it */
+      else if (o->a > i) ga->skip_a[o->slot] = o->a, ga->skip_b[o->slot] = o->b;
       break;
-    }
-    case SIM__OP_JOIN: {
-      double t0 = simgrid_get_clock();
-      if (ga->helper_actor) {
-        sg_actor_join(ga->helper_actor, -1);
-        sg_actor_unref(ga->helper_actor);
-        ga->helper_actor = NULL;
+    case SIM__OP_JOIN:
+      if (ga->helpers[o->slot]) {
+        sg_actor_join(ga->helpers[o->slot], -1);
+        sg_actor_unref(ga->helpers[o->slot]);
+        ga->helpers[o->slot] = NULL;
       }
-      record(w, gpu, SIM_EV_DP, -1, 0, t0, simgrid_get_clock(), !ga->helper);
+      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
       break;
-    }
-    case SIM__OP_BEGIN:
-      ev = o->ev, ev_mb = o->mb, ev_chunk = o->chunk, ev_t0 = simgrid_get_clock();
+    case SIM__OP_CALL:
+      for (int k = 0; k < o->count; k++) exec_range(ga, o->a, o->b);
       break;
-    case SIM__OP_END:
-      if (ev >= 0)
-        record(w, gpu, (sim_ev_kind)ev, ev_mb, ev_chunk, ev_t0, simgrid_get_clock(), !ga->helper);
-      ev = -1;
-      break;
+    case SIM__OP_BEGIN: ga->mb = o->mb, ga->chunk = o->chunk; break;
     }
   }
-  if (!ga->helper) w->gpu_end[gpu] = simgrid_get_clock();
 }
 
 static void gpu_main(int argc, char **argv) {
   (void)argc, (void)argv;
   gpu_actor *ga = sg_actor_self_get_data();
-  exec_ops(ga);
+  exec_range(ga, ga->a, ga->b);
+  if (!ga->helper) ga->w->gpu_end[ga->gpu] = simgrid_get_clock();
   free(ga);
 }
 
@@ -141,7 +163,9 @@ void sim__run_world(sim__world *w) {
   char name[48];
   for (int g = 0; g < w->ngpu; g++) {
     gpu_actor *ga = malloc(sizeof *ga);
-    *ga = (gpu_actor){w, g, 0, w->prog[g].n, 0, 0, 0, NULL, 0};
+    const sim__prog *pg = &w->prog[g];
+    *ga = (gpu_actor){.w = w, .gpu = g, .a = pg->main_at, .b = pg->n, .mb = -1,
+                      .last_ev = -1};
     sim__host_name(&w->topo, w->host_of ? w->host_of[g] : g, name, sizeof name);
     sg_actor_t a = sg_actor_init(name, sg_host_by_name(name));
     sg_actor_set_data(a, ga);
@@ -488,7 +512,7 @@ static int world_init(sim__world *w, cm_model *cm, sim_fidelity fid, int ngpu, p
 
 int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *out,
             pp_err *err) {
-  sim_opts dflt = {SIM_FAST, NULL, 0};
+  sim_opts dflt = {SIM_FAST, NULL, 0, 0};
   if (!o) o = &dflt;
   memset(out, 0, sizeof *out);
   const spec_model *m = cm_model_spec(cm);
@@ -496,6 +520,7 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   int rc = world_init(&w, cm, o->fidelity, cm_model_cluster(cm)->gpus, err);
   if (!rc) {
     w.want_events = o->events;
+    w.per_layer = o->per_layer || o->fidelity == SIM_STEP;
     rc = sim__lower(&w, m, plan, err);
   }
   if (!rc && !has_work(&w))

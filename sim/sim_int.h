@@ -76,17 +76,20 @@ typedef struct sim__group {
 } sim__group;
 
 typedef enum {
-  SIM__OP_SLEEP,    /* t seconds of compute (or a known delay) */
-  SIM__OP_COLL,     /* a collective on a group */
-  SIM__OP_BATCH,    /* a run of collectives on one group replayed as ring flows of
-                       `bytes` per rank plus a `t` delay (their latency) */
+  SIM__OP_SLEEP,    /* t seconds of compute (or a known delay), recorded as kind ev */
+  SIM__OP_COLL,     /* a collective on a group, recorded as kind ev */
+  SIM__OP_BATCH,    /* consecutive ring-form collectives of one group aggregated: ring flows of
+                       `bytes` per rank, then their latencies `t` (recorded as kind ev) */
   SIM__OP_SEND,     /* asynchronous send of bytes to peer */
   SIM__OP_RECV,     /* blocking receive from peer, then t seconds of latency */
-  SIM__OP_ASYNC,    /* start ops [a, b) of this GPU's list in a helper actor */
-  SIM__OP_JOIN,     /* wait for the helper */
-  SIM__OP_BEGIN,    /* start of an event (kind, microbatch, chunk) */
-  SIM__OP_END
+  SIM__OP_ASYNC,    /* start ops [a, b) of this GPU's list in helper actor `slot` (the main
+                       actor skips them) */
+  SIM__OP_JOIN,     /* wait for helper `slot`; the wait is recorded as kind ev */
+  SIM__OP_CALL,     /* run ops [a, b) (a part's template) `count` times */
+  SIM__OP_BEGIN     /* from here on, events belong to microbatch mb, model chunk `chunk` */
 } sim__op_kind;
+
+#define SIM__SLOTS 4 /* helper actors a GPU may have at once: DP tail, ZeRO-3, layer comm */
 
 typedef struct sim__op {
   sim__op_kind kind;
@@ -96,8 +99,10 @@ typedef struct sim__op {
   double bytes;        /* per-rank buffer (OP_COLL), flow bytes (OP_BATCH, SEND) */
   double t;            /* OP_SLEEP seconds; OP_BATCH delay; OP_RECV latency */
   int peer;            /* OP_SEND/RECV: GPU id */
-  int a, b;            /* OP_ASYNC: op range */
-  int ev;              /* OP_BEGIN: sim_ev_kind; OP_SEND/RECV: 0 forward, 1 backward */
+  int a, b;            /* OP_ASYNC, OP_CALL: op range */
+  int count;           /* OP_CALL */
+  int slot;            /* OP_ASYNC, OP_JOIN */
+  int ev;              /* sim_ev_kind of SLEEP/COLL/BATCH/JOIN; OP_SEND/RECV: 0 fwd, 1 bwd */
   int member;          /* OP_COLL, OP_BATCH: this GPU's index in the group */
   int mb, chunk;       /* OP_BEGIN */
 } sim__op;
@@ -105,6 +110,7 @@ typedef struct sim__op {
 typedef struct sim__prog {
   sim__op *ops;
   int n, cap;
+  int main_at;         /* the program runs ops [main_at, n); the parts' templates before */
 } sim__prog;
 
 typedef struct sim__world {
@@ -116,6 +122,7 @@ typedef struct sim__world {
   sim__group *groups;
   int ngroups, capgroups;
   sim_fidelity fidelity;
+  int per_layer;      /* sim_opts.per_layer (always 1 at SIM_STEP) */
   int want_events;
   /* filled by the run */
   sim_event *events;

@@ -1,12 +1,16 @@
 /* Groups, per-GPU programs and the lowering of a plan to them.
  *
  * A GPU's program is the sequence Megatron's schedule runs: for each (forward or backward,
- * microbatch, model chunk) its compute as a delay (the cost model's time for those layers),
- * then its exposed TP/SP, CP and EP communication replayed on the group's links, and its
- * pipeline sends (asynchronous) and receives (blocking); then the data-parallel gradient
- * reduction (in a helper actor from the last backward on when the software overlaps it), the
- * optimizer step and the distributed optimizer's parameter gather. Every GPU of the plan runs
- * its own program, so every group's traffic is on the links at once. */
+ * microbatch, model chunk) the ops of its parts (embedding, layers, head) as the cost model
+ * lists them (cm_part_ops): compute as delays, every TP/SP, CP and EP collective on its group
+ * with the algorithm the cost model picks, overlapped communication in helper actors (ring
+ * attention, TP overlap, ZeRO-3's prefetched gathers and reduce-scatters); its pipeline sends
+ * (asynchronous) and receives (blocking); then the data-parallel gradient reduction (in a
+ * helper from the last backward on when the software overlaps it), the optimizer step and the
+ * distributed optimizer's parameter gather. Parts are templates run by OP_CALL; at the fast
+ * fidelity the ring-form collectives nothing overlaps are aggregated per chunk and group
+ * (sim/README.md, "Programs"). Every GPU runs its own program, so every group's traffic is on
+ * the links at once. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -203,21 +207,23 @@ typedef struct lower {
   const spec_plan *p;
   pp_err *err;
   int rc;
+  int *twin, ntwin; /* per group: its twin for NVLS collectives (0: none yet) */
 } lower;
+
+/* Helper-actor slots (sim__op.slot). */
+enum { SLOT_DP, SLOT_ZERO3, SLOT_LAYER };
 
 static void emit(lower *L, int gpu, sim__op op) {
   if (!L->rc) L->rc = sim__op_push(&L->w->prog[gpu], &op, L->err);
 }
 
-static void emit_sleep(lower *L, int gpu, double t) {
-  if (t > 0) emit(L, gpu, (sim__op){.kind = SIM__OP_SLEEP, .t = t});
+static void emit_sleep(lower *L, int gpu, double t, sim_ev_kind ev) {
+  if (t > 0) emit(L, gpu, (sim__op){.kind = SIM__OP_SLEEP, .t = t, .ev = ev});
 }
 
-static void emit_begin(lower *L, int gpu, sim_ev_kind k, int mb, int chunk) {
-  emit(L, gpu, (sim__op){.kind = SIM__OP_BEGIN, .ev = k, .mb = mb, .chunk = chunk});
+static void emit_begin(lower *L, int gpu, int mb, int chunk) {
+  emit(L, gpu, (sim__op){.kind = SIM__OP_BEGIN, .mb = mb, .chunk = chunk});
 }
-
-static void emit_end(lower *L, int gpu) { emit(L, gpu, (sim__op){.kind = SIM__OP_END}); }
 
 /* The member index of a GPU in a group (-1 when not a member). */
 static int member_of(const sim__group *g, int gpu) {
@@ -238,45 +244,56 @@ static int find_group(lower *L, const int *gpus, int n) {
   return id;
 }
 
-/* Communication the cost model says is exposed for `seconds`, made of ring collectives moving
- * `vol` bytes per rank (ramp applied): replayed as ring flows of `vol` bytes plus a delay for
- * the rest, so that alone it takes exactly `seconds` and slows down under contention. */
-static void emit_exposed(lower *L, int gpu, int group, sim_ev_kind k, double seconds, double vol,
-                         double bw) {
-  if (seconds <= 0) return;
-  double flow = vol, delay = 0;
-  if (bw <= 0 || vol <= 0) {
-    flow = 0, delay = seconds;
-  } else if (vol / bw > seconds) {
-    flow = seconds * bw; /* partly hidden (overlap): only what shows is replayed */
-  } else {
-    delay = seconds - vol / bw;
+/* The twin of a group (the same members) its NVLS collectives run on: the relays post the
+ * results of a collective as soon as the previous one is done, on the members' mailboxes of
+ * the group, where they must not meet the group's ring flows. */
+static int nvls_twin(lower *L, int group) {
+  if (group >= L->ntwin) {
+    int n = 2 * group + 16, *t = realloc(L->twin, (size_t)n * sizeof *t);
+    if (!t) {
+      L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
+      return -1;
+    }
+    memset(t + L->ntwin, 0, (size_t)(n - L->ntwin) * sizeof *t);
+    L->twin = t, L->ntwin = n;
   }
-  emit_begin(L, gpu, k, -1, 0);
-  emit(L, gpu, (sim__op){.kind = SIM__OP_BATCH, .group = group, .bytes = flow, .t = delay,
-                         .member = member_of(&L->w->groups[group], gpu)});
-  emit_end(L, gpu);
+  if (!L->twin[group]) {
+    const sim__group *g = &L->w->groups[group];
+    int id = sim__group_add(L->w, g->gpus, g->n, L->err); /* may move groups */
+    if (id < 0) {
+      L->rc = L->err->code;
+      return -1;
+    }
+    L->twin[group] = id;
+  }
+  return L->twin[group];
 }
 
 /* A collective with the algorithm the cost model (as NCCL) picks for the group; a
  * hierarchical all-reduce becomes a reduce-scatter inside each NVLink domain, an all-reduce
- * across domains among the members at the same position, and an all-gather inside. */
-static void emit_coll(lower *L, int gpu, int group, cm_coll c, double bytes) {
+ * across domains among the members at the same position, and an all-gather inside. Returns
+ * 1 when it runs through NVLS relays. */
+static int emit_coll(lower *L, int gpu, int group, cm_coll c, double bytes, sim_ev_kind ev) {
   sim__world *w = L->w;
   const sim__group *g = &w->groups[group];
+  if (g->n <= 1 || bytes <= 0) return 0;
   cm_algo a = CM_ALGO_RING;
   cm_coll_best(w->cm, c, bytes, &g->pl, &a);
   if (a != CM_ALGO_HIER) {
-    emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = group, .coll = c, .algo = a,
-                           .bytes = bytes, .member = member_of(g, gpu)});
-    return;
+    int nvls = c != CM_ALL_TO_ALL && a == CM_ALGO_NVLS && g->relay_node;
+    int member = member_of(g, gpu);
+    if (nvls) group = nvls_twin(L, group);
+    if (group >= 0)
+      emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = group, .coll = c, .algo = a,
+                             .bytes = bytes, .member = member, .ev = ev});
+    return nvls;
   }
   int dom = w->topo.dom, n = g->n, me = gpu / dom, pos = 0, nin = 0, nout = 0;
   int *in = malloc((size_t)n * sizeof *in), *out = malloc((size_t)n * sizeof *out);
   if (!in || !out) {
     free(in), free(out);
     L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
-    return;
+    return 0;
   }
   for (int i = 0; i < n; i++)
     if (g->gpus[i] / dom == me) {
@@ -291,31 +308,23 @@ static void emit_coll(lower *L, int gpu, int group, cm_coll c, double bytes) {
     for (int i = 0; i < n; i++)
       if (g->gpus[i] / dom == dd && k++ == pos) out[nout++] = g->gpus[i];
   }
-  int gi = find_group(L, in, nin), go = find_group(L, out, nout);
+  int gi = find_group(L, in, nin), go = find_group(L, out, nout), nvls = 0;
   if (gi >= 0 && go >= 0) {
     const sim__group *gin = &w->groups[gi], *gout = &w->groups[go];
     cm_algo ai = CM_ALGO_RING;
     cm_coll_best(w->cm, CM_ALL_REDUCE, bytes / nin, &gout->pl, &ai);
     if (ai == CM_ALGO_HIER) ai = CM_ALGO_RING;
+    nvls = ai == CM_ALGO_NVLS && gout->relay_node;
     int mi = member_of(gin, gpu), mo = member_of(gout, gpu);
     emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = gi, .coll = CM_REDUCE_SCATTER,
-                           .algo = CM_ALGO_RING, .bytes = bytes, .member = mi});
+                           .algo = CM_ALGO_RING, .bytes = bytes, .member = mi, .ev = ev});
     emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = go, .coll = CM_ALL_REDUCE, .algo = ai,
-                           .bytes = bytes / nin, .member = mo});
+                           .bytes = bytes / nin, .member = mo, .ev = ev});
     emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = gi, .coll = CM_ALL_GATHER,
-                           .algo = CM_ALGO_RING, .bytes = bytes, .member = mi});
+                           .algo = CM_ALGO_RING, .bytes = bytes, .member = mi, .ev = ev});
   }
   free(in), free(out);
-}
-
-/* Volume per rank (ramp applied) and bandwidth of `calls` collectives of `bytes` on a group. */
-static void ring_volume(const sim__world *w, const sim__group *g, cm_coll c, double bytes,
-                        int calls, double *vol, double *bw) {
-  cm_coll_parts parts;
-  if (calls <= 0 || g->n <= 1 || cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, &g->pl, &parts))
-    return;
-  *vol += calls * parts.vol_bytes / parts.ramp;
-  *bw = parts.bw_Bps;
+  return nvls;
 }
 
 /* The pipeline peers a GPU receives from and sends to, one message each per microbatch. */
@@ -332,10 +341,285 @@ typedef struct gpu_plan {
   const int *counts; /* layers of each virtual stage (chunk * P + r) */
   int nvs;
   const cm_layer_profile *pr;
-  int gtp, gcp, gdp, gep, gedp; /* its groups */
-  int dp, cp, ep, zero;
+  int grp[SPEC_NGRPS]; /* its groups */
+  int tp, cp, ep, dp, mbs, sp, zero;
+  spec_recompute rc;
   peers prev, next; /* the stage before (activations in, gradients out) and after */
 } gpu_plan;
+
+/* ---- the parts of a chunk as templates ---------------------------------------------------- */
+
+/* A part (a layer, the embedding, the head; forward or backward) of one GPU's microbatch,
+ * lowered once into ops [a, b) of its program and run by OP_CALL as often as the schedule
+ * needs it. */
+typedef struct tmpl {
+  int a, b;
+  sim__op *ops;     /* inline-only: its ops, kept out of the program (nops = b - a) */
+  int inline_only;  /* holds an NVLS collective: copied, not called (the relays count the
+                       group's NVLS collectives in its first member's op list) */
+  /* ring-form collectives left out of the template in aggregated mode, per group kind: their
+   * flow bytes per rank and latencies, run after the chunk as one OP_BATCH */
+  double agg_flow[SPEC_NGRPS], agg_lat[SPEC_NGRPS];
+} tmpl;
+
+enum { P_LAYER, P_EMBED, P_HEAD, NPARTS }; /* == cm_part */
+
+typedef struct tb {
+  lower *L;
+  const gpu_plan *gp;
+  int part, fwd;
+  sim_ev_kind ev;     /* compute: forward or backward */
+  double acc;         /* compute not yet emitted */
+  double last_gemm;   /* the GEMM just before, not yet overlapped */
+  tmpl *t;
+} tb;
+
+static void tb_flush(tb *B) {
+  emit_sleep(B->L, B->gp->g, B->acc, B->ev);
+  B->acc = 0;
+}
+
+static const sim_ev_kind grp_ev[SPEC_NGRPS] = {SIM_EV_TP, SIM_EV_CP, SIM_EV_DP, SIM_EV_EP,
+                                               SIM_EV_DP};
+
+/* A collective of the part run by itself, or set aside for the chunk's aggregate. */
+static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
+  sim__world *w = B->L->w;
+  int gid = B->gp->grp[k];
+  const sim__group *g = &w->groups[gid];
+  if (g->n <= 1 || bytes <= 0) return;
+  cm_algo a = CM_ALGO_RING;
+  cm_coll_best(w->cm, c, bytes, &g->pl, &a);
+  cm_coll_parts parts;
+  if (!w->per_layer && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
+      !(a == CM_ALGO_NVLS && g->relay_node)) {
+    /* the fast form of sim__coll_exec: vol / ramp bytes in ring flows, then the latency */
+    if (cm_coll_split(w->cm, c, a, bytes, &g->pl, &parts))
+      cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, &g->pl, &parts);
+    B->t->agg_flow[k] += parts.bw_Bps > 0 ? parts.vol_bytes / parts.ramp : 0;
+    B->t->agg_lat[k] += parts.lat_s;
+    return;
+  }
+  tb_flush(B);
+  B->t->inline_only |= emit_coll(B->L, B->gp->g, gid, c, bytes, grp_ev[k]);
+}
+
+/* The collective at ops[i], or in aggregated mode a run of NVLS collectives of one group and
+ * kind with nothing between them (the head's three loss all-reduces) as one collective of their
+ * bytes plus a delay for the latencies it saves: alone, the same time. Returns the next op. */
+static int tb_colls(tb *B, const cm_lop *ops, int n, int i) {
+  sim__world *w = B->L->w;
+  const cm_lop *o = &ops[i];
+  const sim__group *g = &w->groups[B->gp->grp[o->group]];
+  cm_algo a = CM_ALGO_RING, b = CM_ALGO_RING;
+  int j = i + 1;
+  if (!w->per_layer && g->n > 1 && o->coll != CM_ALL_TO_ALL) {
+    cm_coll_best(w->cm, o->coll, o->bytes, &g->pl, &a);
+    while (a == CM_ALGO_NVLS && g->relay_node && j < n && ops[j].kind == CM_LOP_COLL &&
+           ops[j].group == o->group && ops[j].coll == o->coll &&
+           (cm_coll_best(w->cm, o->coll, ops[j].bytes, &g->pl, &b), b == a))
+      j++;
+  }
+  if (j == i + 1) {
+    tb_coll(B, o->group, o->coll, o->bytes);
+    return j;
+  }
+  double sum = 0, alone = 0;
+  for (int k = i; k < j; k++)
+    sum += ops[k].bytes, alone += cm_coll_time(w->cm, o->coll, a, ops[k].bytes, &g->pl);
+  double saved = alone - cm_coll_time(w->cm, o->coll, a, sum, &g->pl);
+  tb_coll(B, o->group, o->coll, sum);
+  emit_sleep(B->L, B->gp->g, saved, grp_ev[o->group]);
+  return j;
+}
+
+/* A collective in a helper actor beside `beside` seconds of compute. */
+static void tb_overlap(tb *B, spec_grp k, cm_coll c, double bytes, double beside) {
+  lower *L = B->L;
+  int g = B->gp->g;
+  const sim__group *gr = &L->w->groups[B->gp->grp[k]];
+  if (gr->n <= 1 || bytes <= 0) {
+    B->acc += beside;
+    return;
+  }
+  tb_flush(B);
+  sim__prog *pg = &L->w->prog[g];
+  int at = pg->n;
+  emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_LAYER, .a = at + 1});
+  B->t->inline_only |= emit_coll(L, g, B->gp->grp[k], c, bytes, grp_ev[k]);
+  if (L->rc) return;
+  pg->ops[at].b = pg->n;
+  emit_sleep(L, g, beside, B->ev);
+  emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_LAYER, .ev = grp_ev[k]});
+}
+
+/* Ring attention: each of the cp - 1 exchanges runs beside 1/cp of the attention (the
+ * attention ops adjacent to them, after in the forward, before in the backward). Returns the
+ * index of the op after what it lowered. */
+static int tb_cp(tb *B, const cm_lop *ops, const double *t, int n, int i) {
+  int j = i;
+  while (j < n && ops[j].kind == CM_LOP_COLL && ops[j].group == SPEC_GRP_CP) j++;
+  double A = 0;
+  int next = j;
+  if (j < n && strcmp(ops[j].name, "attn") == 0) {
+    for (; next < n && ops[next].kind != CM_LOP_COLL && strcmp(ops[next].name, "attn") == 0; next++)
+      A += t[next];
+  } else {
+    for (int h = i; h > 0 && ops[h - 1].kind != CM_LOP_COLL && strcmp(ops[h - 1].name, "attn") == 0; h--)
+      A += t[h - 1];
+    B->acc -= A;
+  }
+  int steps = j - i;
+  for (int s = 0; s < steps; s++) tb_overlap(B, SPEC_GRP_CP, ops[i + s].coll, ops[i + s].bytes, A / (steps + 1));
+  B->acc += A / (steps + 1);
+  B->last_gemm = 0;
+  return next;
+}
+
+/* The compute time of each op of a part: the cost model's time of each op alone, the
+ * non-GEMM ones scaled so that the part adds up to what the cost model charges for it
+ * (GEMMs keep their exact time: the TP overlap hides collectives behind them). */
+static void part_times(const sim__world *w, const gpu_plan *gp, int part, int fwd,
+                       const cm_lop *ops, int n, double *t) {
+  const cm_layer_profile *pr = gp->pr;
+  double target = part == P_LAYER ? (fwd ? pr->fwd_s : pr->bwd_s + pr->recomp_s)
+                  : part == P_EMBED ? (fwd ? pr->embed_fwd_s : pr->embed_bwd_s)
+                                    : (fwd ? pr->head_fwd_s : pr->head_bwd_s);
+  double gemm = 0, other = 0;
+  for (int i = 0; i < n; i++) {
+    t[i] = cm_lop_time(w->cm, &ops[i]);
+    if (ops[i].kind == CM_LOP_GEMM) gemm += t[i];
+    else other += t[i];
+    /* the embedding's and head's costs include their TP collectives, simulated here */
+    if (ops[i].kind == CM_LOP_COLL && part != P_LAYER) {
+      const sim__group *g = &w->groups[gp->grp[ops[i].group]];
+      if (g->n > 1) target -= cm_coll_best(w->cm, ops[i].coll, ops[i].bytes, &g->pl, NULL);
+    }
+  }
+  double sg = 1, so = other > 0 ? (target - gemm) / other : 1;
+  if (!(so > 0)) sg = so = gemm + other > 0 ? target / (gemm + other) : 0;
+  for (int i = 0; i < n; i++) t[i] *= ops[i].kind == CM_LOP_GEMM ? sg : so;
+}
+
+/* Lowers one part into a template at the end of the GPU's program. */
+static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t) {
+  const cm_params *prm = cm_model_params(L->w->cm);
+  cm_lop ops[CM_LOPS_MAX];
+  double tm[CM_LOPS_MAX];
+  int n = cm_part_ops(L->w->cm, (cm_part)part, gp->tp, gp->cp, gp->ep, gp->mbs, gp->sp, gp->rc,
+                      fwd, ops);
+  part_times(L->w, gp, part, fwd, ops, n, tm);
+  memset(t, 0, sizeof *t);
+  t->a = L->w->prog[gp->g].n;
+  tb B = {L, gp, part, fwd, fwd ? SIM_EV_FORWARD : SIM_EV_BACKWARD, 0, 0, t};
+  int overlap = prm->tp_comm_overlap && part == P_LAYER;
+  for (int i = 0; i < n && !L->rc;) {
+    const cm_lop *o = &ops[i];
+    if (o->kind != CM_LOP_COLL) {
+      B.acc += tm[i];
+      B.last_gemm = o->kind == CM_LOP_GEMM ? tm[i] : 0;
+      i++;
+    } else if (o->group == SPEC_GRP_CP) {
+      i = tb_cp(&B, ops, tm, n, i);
+    } else if (overlap && o->group == SPEC_GRP_TP && o->coll == CM_ALL_GATHER && i + 1 < n &&
+               ops[i + 1].kind == CM_LOP_GEMM) {
+      /* an all-gather overlaps the GEMM that consumes it */
+      tb_overlap(&B, SPEC_GRP_TP, o->coll, o->bytes, tm[i + 1]);
+      B.last_gemm = 0;
+      i += 2;
+    } else if (overlap && o->group == SPEC_GRP_TP && o->coll != CM_ALL_GATHER && B.last_gemm > 0) {
+      /* a reduce-scatter or all-reduce overlaps the GEMM that produces it */
+      B.acc -= B.last_gemm;
+      tb_overlap(&B, SPEC_GRP_TP, o->coll, o->bytes, B.last_gemm);
+      B.last_gemm = 0;
+      i++;
+    } else {
+      i = tb_colls(&B, ops, n, i);
+      B.last_gemm = 0;
+    }
+  }
+  tb_flush(&B);
+  sim__prog *pg = &L->w->prog[gp->g];
+  t->b = pg->n;
+  if (t->inline_only && !L->rc) { /* out of the program, so that the relays do not count it */
+    t->ops = malloc((size_t)(t->b - t->a + 1) * sizeof *t->ops);
+    if (!t->ops) {
+      L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
+      return;
+    }
+    memcpy(t->ops, pg->ops + t->a, (size_t)(t->b - t->a) * sizeof *t->ops);
+    pg->n = t->a;
+  }
+}
+
+/* Runs a template `count` times: one OP_CALL, one longer sleep when it is a single sleep, or
+ * copies when it must be inline. Adds its aggregated collectives to agg. */
+static void run_tmpl(lower *L, int g, const tmpl *t, int count, double (*agg)[SPEC_NGRPS]) {
+  sim__prog *pg = &L->w->prog[g];
+  for (int k = 0; k < SPEC_NGRPS; k++)
+    agg[0][k] += count * t->agg_flow[k], agg[1][k] += count * t->agg_lat[k];
+  if (count <= 0 || t->b == t->a) return;
+  if (t->b == t->a + 1 && !t->inline_only && pg->ops[t->a].kind == SIM__OP_SLEEP) {
+    sim__op o = pg->ops[t->a];
+    o.t *= count;
+    emit(L, g, o);
+  } else if (!t->inline_only) {
+    emit(L, g, (sim__op){.kind = SIM__OP_CALL, .a = t->a, .b = t->b, .count = count});
+  } else {
+    for (int c = 0; c < count && !L->rc; c++)
+      for (int j = 0; j < t->b - t->a && !L->rc; j++) {
+        sim__op o = t->ops[j];
+        int d = pg->n - (t->a + j);
+        if (o.kind == SIM__OP_ASYNC) o.a += d, o.b += d;
+        emit(L, g, o);
+      }
+  }
+}
+
+/* ZeRO-3: helper templates holding the gather of the next part and the reduce-scatter of the
+ * previous one when it was a backward ([next kind + 1][previous kind + 1], 0: none). */
+typedef struct zero3 {
+  int on;
+  int a[NPARTS + 1][NPARTS + 1], b[NPARTS + 1][NPARTS + 1];
+} zero3;
+
+static void zero3_coll(lower *L, const gpu_plan *gp, int part, int which) {
+  cm_lop z[2];
+  int n = cm_zero3_ops(L->w->cm, gp->pr, (cm_part)part, 0, z);
+  if (which < n) emit_coll(L, gp->g, gp->grp[SPEC_GRP_DP], z[which].coll, z[which].bytes, SIM_EV_DP);
+}
+
+static void zero3_build(lower *L, const gpu_plan *gp, zero3 *z) {
+  sim__prog *pg = &L->w->prog[gp->g];
+  for (int nx = 0; nx <= NPARTS; nx++)
+    for (int pv = 0; pv <= NPARTS; pv++) {
+      z->a[nx][pv] = pg->n;
+      if (nx) zero3_coll(L, gp, nx - 1, 0);
+      if (pv) zero3_coll(L, gp, pv - 1, 1);
+      z->b[nx][pv] = pg->n;
+    }
+}
+
+/* The parts of one forward or backward of a chunk, in order: seq/cnt, returns their number. */
+static int part_seq(int nl, int first, int last, int fwd, int *seq, int *cnt) {
+  int ns = 0;
+  if (fwd && first) seq[ns] = P_EMBED, cnt[ns++] = 1;
+  if (!fwd && last) seq[ns] = P_HEAD, cnt[ns++] = 1;
+  if (nl > 0) seq[ns] = P_LAYER, cnt[ns++] = nl;
+  if (fwd && last) seq[ns] = P_HEAD, cnt[ns++] = 1;
+  if (!fwd && first) seq[ns] = P_EMBED, cnt[ns++] = 1;
+  return ns;
+}
+
+/* The chunk's aggregated ring-form collectives, one flow per group. */
+static void emit_agg(lower *L, const gpu_plan *gp, double (*agg)[SPEC_NGRPS]) {
+  for (int k = 0; k < SPEC_NGRPS; k++) {
+    const sim__group *g = &L->w->groups[gp->grp[k]];
+    if (agg[0][k] > 0 || agg[1][k] > 0)
+      emit(L, gp->g, (sim__op){.kind = SIM__OP_BATCH, .group = gp->grp[k], .bytes = agg[0][k],
+                               .t = agg[1][k], .member = member_of(g, gp->g), .ev = grp_ev[k]});
+  }
+}
 
 /* The cost model's send/recv between a GPU and a peer (ramp in the bytes, latency apart), with
  * `sharing` senders of the stage in a node. */
@@ -366,97 +650,95 @@ static void emit_sends(lower *L, int g, const peers *to, int dir) {
     emit(L, g, (sim__op){.kind = SIM__OP_SEND, .peer = to->gpu[k], .bytes = to->bytes, .ev = dir});
 }
 
-/* One GPU's program: its schedule's items, then the data-parallel tail. */
+/* The data-parallel tail: gradient reduction (in a helper from the last backward on when
+ * async_at >= 0), optimizer, and the distributed optimizer's gather when not overlapped.
+ * Under ZeRO-3 the gradients were reduce-scattered and the parameters are gathered per part,
+ * so only the optimizer remains. */
+static void emit_tail(lower *L, const gpu_plan *gp, int async_at) {
+  sim__world *w = L->w;
+  const cm_params *prm = cm_model_params(w->cm);
+  int g = gp->g, D = gp->dp * gp->cp;
+  cm_tail tail;
+  cm_dp_tail(w->cm, gp->pr, gp->counts, gp->r, gp->P, gp->nvs, D, gp->ep, gp->zero >= 1, &tail);
+  sim__prog *pg = &w->prog[g];
+  emit_begin(L, g, -1, 0);
+  int z3 = gp->zero >= 3, tail_start = pg->n;
+  if (D > 1 && !z3) emit_coll(L, g, gp->grp[SPEC_GRP_DP], tail.reduce, tail.dense_grad_bytes, SIM_EV_DP);
+  if (tail.expert_grad_bytes > 0 && D / gp->ep > 1 && !z3)
+    emit_coll(L, g, gp->grp[SPEC_GRP_EDP], tail.reduce, tail.expert_grad_bytes, SIM_EV_DP);
+  if (async_at >= 0 && !L->rc) {
+    pg->ops[async_at].a = tail_start, pg->ops[async_at].b = pg->n;
+    emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_DP, .ev = SIM_EV_DP});
+  }
+  emit_sleep(L, g, cm_optimizer_time(w->cm, tail.shard_params), SIM_EV_OPTIMIZER);
+  if (tail.gather_bytes > 0 && D > 1 && !prm->overlap_param_gather && !z3)
+    emit_coll(L, g, gp->grp[SPEC_GRP_DP], CM_ALL_GATHER, tail.gather_bytes, SIM_EV_DP);
+}
+
+/* One GPU's program: the templates of its parts, then its schedule's items, then the
+ * data-parallel tail. */
 static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
   sim__world *w = L->w;
-  const cm_layer_profile *pr = gp->pr;
   const cm_params *prm = cm_model_params(w->cm);
   int g = gp->g, r = gp->r, P = gp->P, nvs = gp->nvs;
+  sim__prog *pg = &w->prog[g];
+  tmpl T[NPARTS][2];
+  for (int part = 0; part < NPARTS; part++)
+    for (int fwd = 0; fwd < 2; fwd++) build_tmpl(L, gp, part, fwd, &T[part][fwd]);
+  zero3 z = {.on = gp->zero >= 3 && w->groups[gp->grp[SPEC_GRP_DP]].n > 1};
+  if (z.on) zero3_build(L, gp, &z);
+  pg->main_at = pg->n; /* the program starts here */
   int n = spec_schedule_steps(L->p->schedule, P, r, gp->mb, gp->v, items);
-  const sim__group *gt = &w->groups[gp->gtp], *gc = &w->groups[gp->gcp],
-                   *ge = &w->groups[gp->gep];
-  /* per-layer exposed communication as ring flows on each group */
-  double tvf = 0, tvb = 0, tvr = 0, tbw = 0, cvf = 0, cvb = 0, cbw = 0, evf = 0, evb = 0,
-         evr = 0, ebw = 0;
-  cm_coll c1 = pr->tp_sp ? CM_ALL_GATHER : CM_ALL_REDUCE;
-  ring_volume(w, gt, c1, pr->tp_bytes, pr->tp_calls_fwd, &tvf, &tbw);
-  ring_volume(w, gt, c1, pr->tp_bytes, pr->tp_calls_bwd, &tvb, &tbw);
-  ring_volume(w, gt, c1, pr->tp_bytes, pr->tp_calls_recomp, &tvr, &tbw);
-  if (pr->tp_sp) {
-    ring_volume(w, gt, CM_REDUCE_SCATTER, pr->tp_bytes, pr->tp_calls_fwd, &tvf, &tbw);
-    ring_volume(w, gt, CM_REDUCE_SCATTER, pr->tp_bytes, pr->tp_calls_bwd, &tvb, &tbw);
-    ring_volume(w, gt, CM_REDUCE_SCATTER, pr->tp_bytes, pr->tp_calls_recomp, &tvr, &tbw);
-  }
-  ring_volume(w, gc, CM_SEND_RECV, pr->cp_step_bytes, pr->cp_steps, &cvf, &cbw);
-  ring_volume(w, gc, CM_SEND_RECV, 2 * pr->cp_step_bytes, pr->cp_steps, &cvb, &cbw);
-  /* an all-to-all moves (n-1)/n of its buffer per rank, as an all-gather does: its volume is
-   * replayed as ring flows on the EP group */
-  ring_volume(w, ge, CM_ALL_GATHER, pr->ep_bytes, pr->ep_calls_fwd, &evf, &ebw);
-  ring_volume(w, ge, CM_ALL_GATHER, pr->ep_bytes, pr->ep_calls_bwd, &evb, &ebw);
-  ring_volume(w, ge, CM_ALL_GATHER, pr->ep_bytes, pr->ep_calls_recomp, &evr, &ebw);
   int last_b = -1;
   for (int i = 0; i < n; i++)
     if (!items[i].fwd) last_b = i;
-  int dp_async = prm->overlap_grad_reduce && gp->dp * gp->cp > 1;
+  int dp_async = prm->overlap_grad_reduce && gp->dp * gp->cp > 1 && gp->zero < 3, async_at = -1;
+  int z_first = 1, z_prev = -1; /* ZeRO-3: the first gather waits; the part whose gradients
+                                   are still to reduce-scatter */
   for (int i = 0; i < n && !L->rc; i++) {
     spec_step it = items[i];
     int vs = it.chunk * P + r; /* virtual stage */
-    double layers = gp->counts[vs];
     int first = vs == 0, last = vs == nvs - 1;
-    if (it.fwd) {
-      if (!first) emit_recvs(L, g, &gp->prev, 0);
-      emit_begin(L, g, SIM_EV_FORWARD, it.mb, it.chunk);
-      emit_sleep(L, g, layers * pr->fwd_s + (first ? pr->embed_fwd_s : 0) +
-                           (last ? pr->head_fwd_s : 0));
-      emit_end(L, g);
-      emit_exposed(L, g, gp->gtp, SIM_EV_TP, layers * pr->tp_fwd_s, layers * tvf, tbw);
-      emit_exposed(L, g, gp->gcp, SIM_EV_CP, layers * pr->cp_fwd_s, layers * cvf, cbw);
-      emit_exposed(L, g, gp->gep, SIM_EV_EP, layers * pr->ep_fwd_s, layers * evf, ebw);
-      if (!last) emit_sends(L, g, &gp->next, 0);
-    } else {
-      if (i == last_b && dp_async) /* DP reduction overlaps the last backward */
-        emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .a = -1});
-      if (!last) emit_recvs(L, g, &gp->next, 1);
-      emit_begin(L, g, SIM_EV_BACKWARD, it.mb, it.chunk);
-      emit_sleep(L, g, layers * (pr->bwd_s + pr->recomp_s) + (first ? pr->embed_bwd_s : 0) +
-                           (last ? pr->head_bwd_s : 0));
-      emit_end(L, g);
-      emit_exposed(L, g, gp->gtp, SIM_EV_TP, layers * (pr->tp_bwd_s + pr->tp_recomp_s),
-                   layers * (tvb + tvr), tbw);
-      emit_exposed(L, g, gp->gcp, SIM_EV_CP, layers * pr->cp_bwd_s, layers * cvb, cbw);
-      emit_exposed(L, g, gp->gep, SIM_EV_EP, layers * (pr->ep_bwd_s + pr->ep_recomp_s),
-                   layers * (evb + evr), ebw);
-      if (!first) emit_sends(L, g, &gp->prev, 1);
+    double agg[2][SPEC_NGRPS] = {{0}};
+    if (!it.fwd && i == last_b && dp_async) { /* DP reduction overlaps the last backward */
+      async_at = pg->n;
+      emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_DP, .a = -1});
     }
+    if (it.fwd && !first) emit_recvs(L, g, &gp->prev, 0);
+    if (!it.fwd && !last) emit_recvs(L, g, &gp->next, 1);
+    emit_begin(L, g, it.mb, it.chunk);
+    int seq[3], cnt[3], ns = part_seq(gp->counts[vs], first, last, it.fwd, seq, cnt);
+    for (int s = 0; s < ns; s++) {
+      if (!z.on) {
+        run_tmpl(L, g, &T[seq[s]][it.fwd], cnt[s], agg);
+        continue;
+      }
+      /* ZeRO-3 (pp = 1, so the parts of the whole schedule follow each other): each part
+       * runs beside a helper gathering the next part's parameters and reduce-scattering the
+       * previous part's gradients; the first gather and the last reduce-scatter wait */
+      for (int k = 0; k < cnt[s] && !L->rc; k++) {
+        int nx = -1, more = k + 1 < cnt[s] || s + 1 < ns;
+        if (more) nx = k + 1 < cnt[s] ? seq[s] : seq[s + 1];
+        else if (i + 1 < n) { /* the first part of the next item */
+          spec_step nt = items[i + 1];
+          int nvs2 = nt.chunk * P + r, s2[3], c2[3];
+          if (part_seq(gp->counts[nvs2], nvs2 == 0, nvs2 == nvs - 1, nt.fwd, s2, c2)) nx = s2[0];
+        }
+        if (z_first) zero3_coll(L, gp, seq[s], 0), z_first = 0;
+        int ai = z.a[nx + 1][z_prev + 1], bi = z.b[nx + 1][z_prev + 1];
+        if (bi > ai) emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_ZERO3, .a = ai, .b = bi});
+        run_tmpl(L, g, &T[seq[s]][it.fwd], 1, agg);
+        if (bi > ai) emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_ZERO3, .ev = SIM_EV_DP});
+        z_prev = it.fwd ? -1 : seq[s];
+      }
+    }
+    emit_agg(L, gp, agg);
+    if (it.fwd && !last) emit_sends(L, g, &gp->next, 0);
+    if (!it.fwd && !first) emit_sends(L, g, &gp->prev, 1);
   }
-  /* the data-parallel tail */
-  int D = gp->dp * gp->cp;
-  cm_tail tail;
-  cm_dp_tail(w->cm, pr, gp->counts, r, P, nvs, D, gp->ep, gp->zero >= 1, &tail);
-  sim__prog *pg = &w->prog[g];
-  int async_at = -1;
-  if (dp_async)
-    for (int k = 0; k < pg->n; k++)
-      if (pg->ops[k].kind == SIM__OP_ASYNC) async_at = k;
-  int tail_start = pg->n;
-  emit_begin(L, g, SIM_EV_DP, -1, 0);
-  if (D > 1) emit_coll(L, g, gp->gdp, tail.reduce, tail.dense_grad_bytes);
-  if (tail.expert_grad_bytes > 0 && D / gp->ep > 1)
-    emit_coll(L, g, gp->gedp, tail.reduce, tail.expert_grad_bytes);
-  emit_end(L, g);
-  int tail_end = pg->n;
-  if (async_at >= 0) {
-    pg->ops[async_at].a = tail_start, pg->ops[async_at].b = tail_end;
-    emit(L, g, (sim__op){.kind = SIM__OP_JOIN});
-  }
-  emit_begin(L, g, SIM_EV_OPTIMIZER, -1, 0);
-  emit_sleep(L, g, cm_optimizer_time(w->cm, tail.shard_params));
-  emit_end(L, g);
-  if (tail.gather_bytes > 0 && D > 1 && !prm->overlap_param_gather) {
-    emit_begin(L, g, SIM_EV_DP, -1, 0);
-    emit_coll(L, g, gp->gdp, CM_ALL_GATHER, tail.gather_bytes);
-    emit_end(L, g);
-  }
+  if (z.on && z_prev >= 0) zero3_coll(L, gp, z_prev, 1);
+  emit_tail(L, gp, async_at);
+  for (int part = 0; part < NPARTS; part++) free(T[part][0].ops), free(T[part][1].ops);
 }
 
 /* Every GPU of the plan's layout: its groups (created in the layout's order, so group ids
@@ -504,11 +786,15 @@ static int lower_layout(lower *L, const spec_layout *lay) {
       if (sl->nprev) p2p_parts(w, g, sl->prev[0], sharing, act / sl->prev_split, &bp, &lp);
       if (sl->nnext) p2p_parts(w, g, sl->next[0], sharing, act / sl->next_split, &bn, &ln);
     }
-    gpu_plan gp = {g, sl->stage, P, v, mb, lay->layers, P * v, pr,
-                   sl->group[SPEC_GRP_TP], sl->group[SPEC_GRP_CP], sl->group[SPEC_GRP_DP],
-                   sl->group[SPEC_GRP_EP], sl->group[SPEC_GRP_EDP],
-                   uni ? p->dp : st->dp, uni ? p->cp : st->cp, uni ? p->ep : st->ep, p->zero,
-                   {sl->nprev, sl->prev, bp, lp}, {sl->nnext, sl->next, bn, ln}};
+    int tp = uni ? p->tp : st->tp;
+    gpu_plan gp = {.g = g, .r = sl->stage, .P = P, .v = v, .mb = mb, .counts = lay->layers,
+                   .nvs = P * v, .pr = pr, .tp = tp, .cp = uni ? p->cp : st->cp,
+                   .ep = uni ? p->ep : st->ep, .dp = uni ? p->dp : st->dp,
+                   .mbs = uni ? p->mbs : p->gbs / p->microbatches / st->dp,
+                   .sp = uni ? p->sp : p->sp && tp > 1, .zero = p->zero,
+                   .rc = uni ? p->recompute : st->recompute,
+                   .prev = {sl->nprev, sl->prev, bp, lp}, .next = {sl->nnext, sl->next, bn, ln}};
+    memcpy(gp.grp, sl->group, sizeof gp.grp);
     emit_gpu(L, &gp, items);
   }
   free(prs), free(items);
@@ -516,10 +802,11 @@ static int lower_layout(lower *L, const spec_layout *lay) {
 }
 
 int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *err) {
-  lower L = {w, m, p, err, 0};
+  lower L = {w, m, p, err, 0, NULL, 0};
   spec_layout lay;
   if (spec_layout_build(p, m, w->ngpu, &lay, err)) return err->code;
   int rc = lower_layout(&L, &lay);
   spec_layout_free(&lay);
+  free(L.twin);
   return rc;
 }

@@ -286,8 +286,54 @@ static void reduced(void) {
   spec_plan_clear(&p);
 }
 
+/* ZeRO-3: every rank gathers each part's parameters before its forward and its backward and
+ * reduce-scatters its gradients after the backward: per microbatch, twice and once the rank's
+ * parameters, as the cost model charges (bf16 gathers; gradients at grad_comm_bytes); the
+ * tail keeps only the optimizer (no gradient reduction, no parameter gather). */
+static void zero3(void) {
+  be_plan *bp = NULL;
+  cm_result res;
+  pp_err err = {0};
+  const char *plan = "tp=2,dp=4,mbs=1,gbs=8,sp=1,zero=3";
+  CHECK_EQ(lower("gpt3-1.3b", 8, plan, 0, 1, &bp, &res, &err), PP_OK);
+  if (!bp) return;
+  CHECK(colls_match(bp));
+  spec_model m;
+  spec_cluster c;
+  cm_model *cm = NULL;
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-h100", 8, &c, &err), PP_OK);
+  CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
+  cm_layer_profile pr;
+  CHECK_EQ(cm_layer_profile_get(cm, 2, 1, 1, 4, 1, 1, SPEC_RECOMPUTE_NONE, &pr), PP_OK);
+  /* the rank's parameters (tied: the head's are the embedding's), bf16 gathers */
+  double params = m.layers * pr.layer_params + pr.embed_params +
+                  (m.tied_embeddings ? 0 : pr.head_params);
+  double ag = 2 * params * 2, rs = params * cm_model_params(cm)->grad_comm_bytes;
+  int mb = 8 / 4;
+  for (int r = 0; r < bp->nranks; r++) {
+    const be_prog *pg = &bp->progs[r];
+    double g = 0, s = 0;
+    int grads = 0;
+    for (int k = 0; k < pg->nops; k++) {
+      const be_op *o = &pg->ops[k];
+      if (o->kind != BE_OP_COLL || o->ev != BE_EV_DP) continue;
+      if (strcmp(o->name, "zero3_gather") == 0 && o->coll == CM_ALL_GATHER) g += o->bytes;
+      else if (strcmp(o->name, "zero3_reduce") == 0 && o->coll == CM_REDUCE_SCATTER) s += o->bytes;
+      else grads++;
+    }
+    CHECK_NEAR(g, mb * ag, 1e-9);
+    CHECK_NEAR(s, mb * rs, 1e-9);
+    CHECK_EQ(grads, 0);
+    CHECK_EQ(pg->ops[pg->nops - 1].ev, BE_EV_OPTIMIZER);
+  }
+  cm_model_destroy(cm);
+  be_plan_free(bp);
+}
+
 int main(void) {
   plans();
+  zero3();
   long_context();
   reduced();
   return check_status();

@@ -406,6 +406,17 @@ int cm_part_ops(const cm_model *cm, cm_part part, int tp, int cp, int ep, int mb
                 spec_recompute rc, int fwd, cm_lop *out);
 /* FLOPs of an op (GEMM and ATTN; causal attention counts half its square), 0 otherwise. */
 double cm_lop_flops(const cm_lop *op);
+/* Time of a compute op as the cost model prices it alone (GEMM exactly as in a layer's cost;
+ * ATTN at the forward attention efficiency; MEM at HBM bandwidth; COLL 0): the simulator uses
+ * these as the shares of a part's compute time between its collectives. */
+double cm_lop_time(const cm_model *cm, const cm_lop *op);
+/* ZeRO-3's collectives of one part on one rank (group SPEC_GRP_DP), from the parameters of the
+ * profile: forward, the all-gather of the part's parameters (bf16); backward, that all-gather
+ * (out[0], before the part) and the reduce-scatter of its gradients (out[1], after it).
+ * Returns the count (0 when the part holds no parameters of its own on this rank: the head
+ * under tied embeddings uses the embedding's). */
+int cm_zero3_ops(const cm_model *cm, const cm_layer_profile *pr, cm_part part, int fwd,
+                 cm_lop *out);
 
 /* Time of one GEMM (m x n x k, the model's dtype) and its efficiency (fraction of peak). */
 double cm_gemm_time(const cm_model *cm, double m, double n, double k, double *eff);

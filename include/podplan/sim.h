@@ -26,6 +26,12 @@ typedef struct sim_opts {
   sim_fidelity fidelity;
   const char *platform_out; /* write the generated SimGrid platform (XML) here; NULL: no */
   int events;               /* 1: record per-GPU activity for a trace */
+  int per_layer;            /* 1: every collective of every layer as its own collective; 0
+                               (SIM_FAST only): the ring-form collectives a group runs in one
+                               forward or backward of a model chunk without overlap, with no
+                               other collective of that group between, as one aggregated flow
+                               (the same bytes and latencies; tests/test_sim_plan.c shows the
+                               two agree) */
 } sim_opts;
 
 /* What one GPU did, for traces. */
