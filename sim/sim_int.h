@@ -164,6 +164,8 @@ int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
  * rounds. NVLS relays are actors on the switch hosts that each collective starts itself. */
 #define SIM__NVLS_CHUNK (256.0 * 1024)
 #define SIM__NVLS_MAXCHUNKS 1024
+/* Ring channels of a group at most (NCCL's MAXCHANNELS). */
+#define SIM__MAXCH 32
 #define SIM__A2A_CHUNK (1024.0 * 1024)
 #define SIM__A2A_MAXROUNDS 16
 

@@ -85,9 +85,16 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
   g->actor0 = gpus[0];
   if (t->torus) return torus_channels(w, g, err) ? -1 : w->ngroups++;
   /* a ring that leaves its nodes spreads over as many channels as a node has NICs (and
-   * members), each leaving the node through another NIC, as NCCL's rings do */
+   * members), each leaving the node through another NIC, as NCCL's rings do. NCCL's "node" is
+   * an NVLink domain: a ring across multi-node domains (NVL72 racks, NVLink Switch pods) puts
+   * its channels on the NICs of all the domain's member nodes, each channel leaving the
+   * domain from another member (up to NCCL's 32 channels), as the cost model prices it */
+  int unit = t->gpn, per_unit = g->pl.per_node;
   g->nch = 1;
-  if (t->nics && g->pl.nodes > 1 && g->pl.per_node > 1)
+  if (t->nics && t->dom > t->gpn && g->pl.domains > 1) {
+    unit = t->dom, per_unit = g->pl.per_domain;
+    g->nch = per_unit < SIM__MAXCH ? per_unit : SIM__MAXCH;
+  } else if (t->nics && g->pl.nodes > 1 && g->pl.per_node > 1)
     g->nch = g->pl.per_node < t->nics ? g->pl.per_node : t->nics;
   g->succ = malloc((size_t)g->nch * n * sizeof *g->succ);
   int *byrank = malloc((size_t)n * sizeof *byrank), *order = malloc((size_t)n * sizeof *order);
@@ -104,11 +111,11 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
       byrank[j - 1] = x;
     }
   for (int ch = 0; ch < g->nch; ch++) {
-    /* within each node, start the node's run at its ch-th member */
+    /* within each node (domain), start its run at its ch-th member */
     int at = 0;
     for (int i = 0; i < n;) {
-      int node = gpus[byrank[i]] / t->gpn, j = i;
-      while (j < n && gpus[byrank[j]] / t->gpn == node) j++;
+      int node = gpus[byrank[i]] / unit, j = i;
+      while (j < n && gpus[byrank[j]] / unit == node) j++;
       int m = j - i;
       for (int k = 0; k < m; k++) order[at++] = byrank[i + (k + ch) % m];
       i = j;
