@@ -723,6 +723,26 @@ int cm_zero3_sched(const cm_model *cm, const cm_stage_coef *s, int layers, cm_z3
   return PP_OK;
 }
 
+int cm_zero3_plan_sched(cm_model *cm, const spec_plan *p, int stage, int layers,
+                        cm_z3_sched *out, pp_err *err) {
+  cm_stage_coef co;
+  memset(out, 0, sizeof *out);
+  if (p->nstages == 0) { /* as cm_eval: the groups placed by their strides */
+    cm__cfg g;
+    make_cfg(cm, &g, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
+    coef_from(cm, &g, layer_costs(cm, &g), &co);
+  } else {
+    if (stage < 0 || stage >= p->nstages)
+      return pp_err_set(err, PP_PLAN, "plan: no stage %d", stage);
+    const spec_stage *st = &p->stages[stage];
+    cm_stage_cfg g = {st->tp, st->cp, st->dp, st->ep, p->gbs / p->microbatches / st->dp, p->sp,
+                      st->recompute};
+    int rc = cm_stage_coef_get(cm, &g, st->gpus, st->ngpus, &co, err);
+    if (rc) return rc;
+  }
+  return cm_zero3_sched(cm, &co, layers, out, err);
+}
+
 /* Seconds of ZeRO-3 communication one microbatch exposes on a rank: the gathers and gradient
  * reductions its compute does not hide, and the last bucket, reduced after the backward
  * (-1 when out of memory). */

@@ -305,6 +305,10 @@ typedef struct cm_z3_sched {
 int cm_zero3_sched(const cm_model *cm, const cm_stage_coef *s, int layers, cm_z3_sched *out,
                    pp_err *err);
 void cm_zero3_sched_free(cm_z3_sched *s);
+/* The schedule cm_eval walks for `layers` layers of stage `stage` of plan p (uniform plans:
+ * every stage alike, `stage` ignored). */
+int cm_zero3_plan_sched(cm_model *cm, const spec_plan *p, int stage, int layers,
+                        cm_z3_sched *out, pp_err *err);
 
 /* Time per microbatch of a stage of `layers` layers (first: it holds the embedding; last: the
  * LM head) under ZeRO stage `zero`: compute and exposed TP/CP/EP communication (and, under
