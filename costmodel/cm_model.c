@@ -709,7 +709,7 @@ static int z3_sched(const cm_model *cm, const cm_stage_coef *co, int layers, cm_
   else z3_issue_pipelined(&z);
   double exposed = cm->p.z3_sync ? z3_synced(&z) : z3_pipelined(&z, z.red_s + z.total);
   *out = (cm_z3_sched){.sync = cm->p.z3_sync, .reduce = z3_reduce_coll(cm), .nu = z.nu,
-                       .nb = z.nb, .n = z.total, .mods = z.mods,
+                       .nb = z.nb, .layers = layers, .n = z.total, .mods = z.mods,
                        .last_bytes = last * cm->p.grad_comm_bytes,
                        .last_extra_s = last > 0 ? z3_reduce_extra(cm, last) : 0,
                        .exposed_s = exposed + z3_reduce_time(cm, last, &co->dp_pl)};

@@ -296,6 +296,7 @@ typedef struct cm_z3_sched {
   int sync;              /* zero3.sync: module windows (device synchronised); else pipelined */
   cm_coll reduce;        /* CM_REDUCE_SCATTER, or CM_ALL_REDUCE (zero3.grad_allreduce) */
   int nu, nb;            /* modules of one layer's forward and backward */
+  int layers;            /* layers it is for */
   long n;                /* modules: layers * (nu + nb) */
   cm_z3_mod *mods;
   double last_bytes, last_extra_s; /* the last bucket, after the backward, waited for */
@@ -450,14 +451,6 @@ double cm_lop_flops(const cm_lop *op);
  * ATTN at the forward attention efficiency; MEM at HBM bandwidth; COLL 0): the simulator uses
  * these as the shares of a part's compute time between its collectives. */
 double cm_lop_time(const cm_model *cm, const cm_lop *op);
-/* ZeRO-3's collectives of one part on one rank (group SPEC_GRP_DP), from the parameters of the
- * profile: forward, the all-gather of the part's parameters (bf16); backward, that all-gather
- * (out[0], before the part) and the reduce-scatter of its gradients (out[1], after it).
- * Returns the count (0 when the part holds no parameters of its own on this rank: the head
- * under tied embeddings uses the embedding's). */
-int cm_zero3_ops(const cm_model *cm, const cm_layer_profile *pr, cm_part part, int fwd,
-                 cm_lop *out);
-
 /* Time of one GEMM (m x n x k, the model's dtype) and its efficiency (fraction of peak). */
 double cm_gemm_time(const cm_model *cm, double m, double n, double k, double *eff);
 
