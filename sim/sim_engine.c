@@ -151,7 +151,7 @@ static void exec_range(gpu_actor *ga, int from, int to) {
     case SIM__OP_POST: sg_sem_release(w->sems[gpu * SIM__SEMS + o->slot]); break;
     case SIM__OP_WAIT:
       sg_sem_acquire(w->sems[gpu * SIM__SEMS + o->slot]);
-      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
+      if (!ga->helper) record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock()); /* idle: no event */
       break;
     }
   }

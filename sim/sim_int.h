@@ -88,7 +88,8 @@ typedef enum {
   SIM__OP_CALL,     /* run ops [a, b) (a part's template) `count` times */
   SIM__OP_BEGIN,    /* from here on, events belong to microbatch mb, model chunk `chunk` */
   SIM__OP_POST,     /* release this GPU's semaphore `slot` (between its actor and helpers) */
-  SIM__OP_WAIT      /* acquire this GPU's semaphore `slot`; the wait is recorded as kind ev */
+  SIM__OP_WAIT      /* acquire this GPU's semaphore `slot`; the main actor's wait is recorded
+                       as kind ev (a helper's is idle time, not recorded) */
 } sim__op_kind;
 
 #define SIM__SLOTS 4 /* helper actors a GPU may have at once: DP tail, ZeRO-3, layer comm */
