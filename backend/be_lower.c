@@ -2,10 +2,10 @@
  * pipeline steps come from the plan's layout (spec_layout, shared with the simulator); the
  * ops of every layer, the embedding and the head come from the cost model (cm_part_ops), so
  * the shapes run are the shapes scored. The data-parallel tail (gradient reduction, optimizer,
- * parameter all-gather under ZeRO) follows the last backward; under ZeRO-3 each part's
- * parameters are all-gathered before its forward and its backward and its gradients
- * reduce-scattered after its backward (cm_zero3_ops), and the tail keeps only the optimizer.
- * Nothing is overlapped, as on one stream. */
+ * parameter all-gather under ZeRO) follows the last backward; under ZeRO-3 the collectives
+ * of the cost model's schedule (cm_zero3_plan_sched: each module's gathers before it, the
+ * gradient buckets, the last after the layers' backward) in its order, and the tail keeps only
+ * the optimizer. Nothing is overlapped, as on one stream. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,28 +107,51 @@ static void push(lower *L, be_prog *pg, be_op op) {
 
 static const be_ev coll_ev[SPEC_NGRPS] = {BE_EV_TP, BE_EV_CP, BE_EV_DP, BE_EV_EP, BE_EV_DP};
 
-/* ZeRO-3's collective `which` of a part (cm_zero3_ops: 0 the gather, 1 the reduce-scatter). */
-static void zero3_op(lower *L, be_prog *pg, const spec_slot *sl, const cm_layer_profile *pr,
-                     cm_part what, int which, int mb, int chunk) {
-  cm_lop z[2];
-  int n = L->p->zero >= 3 ? cm_zero3_ops(L->cm, pr, what, 0, z) : 0;
-  int g = sl->group[SPEC_GRP_DP];
-  if (which >= n || L->lay->groups[g].n <= 1) return;
-  push(L, pg, (be_op){.kind = BE_OP_COLL, .ev = BE_EV_DP, .name = z[which].name, .mb = mb,
-                      .chunk = chunk, .coll = z[which].coll, .bytes = z[which].bytes, .group = g});
+/* A collective of microbatch mb (-1: the tail) on a group (none when of one rank). */
+static void coll_mb(lower *L, be_prog *pg, be_ev ev, const char *name, int group, cm_coll c,
+                    double bytes, int mb, int chunk) {
+  if (group < 0 || L->lay->groups[group].n <= 1 || bytes <= 0) return;
+  push(L, pg, (be_op){.kind = BE_OP_COLL, .ev = ev, .name = name, .mb = mb, .chunk = chunk,
+                      .coll = c, .bytes = bytes, .group = group});
 }
 
-/* The cost model's ops of one part, as this rank's ops; under ZeRO-3 the part's parameters
- * are gathered before it and, after a backward, its gradients reduce-scattered. */
-static void part(lower *L, be_prog *pg, const spec_slot *sl, const cm_layer_profile *pr,
-                 cm_part what, int fwd, int mb, int chunk, const int deg[4], int mbs,
-                 spec_recompute rc) {
+static void coll(lower *L, be_prog *pg, be_ev ev, const char *name, int group, cm_coll c,
+                 double bytes) {
+  coll_mb(L, pg, ev, name, group, c, bytes, -1, -1);
+}
+
+/* ZeRO-3's collectives of module t of the cost model's schedule (cm_zero3_plan_sched): its
+ * gathers, then the gradient bucket its start reduces; on one stream, nothing prefetched. */
+static void zero3_mod(lower *L, be_prog *pg, const spec_slot *sl, const cm_z3_sched *z, long t,
+                      int mb, int chunk) {
+  const cm_z3_mod *m = &z->mods[t];
+  for (int c = 0; c < m->gathers; c++)
+    coll_mb(L, pg, BE_EV_DP, "zero3_gather", sl->group[m->group], CM_ALL_GATHER, m->gather_bytes,
+            mb, chunk);
+  coll_mb(L, pg, BE_EV_DP, "zero3_reduce", sl->group[SPEC_GRP_DP], z->reduce, m->reduce_bytes, mb,
+          chunk);
+}
+
+/* The cost model's ops of one part, as this rank's ops; under ZeRO-3 (z, a layer's pass whose
+ * modules begin at t0 in the schedule) each module's collectives before the ops where its
+ * share of the pass's compute begins. */
+static void part(lower *L, be_prog *pg, const spec_slot *sl, cm_part what, int fwd, int mb,
+                 int chunk, const int deg[4], int mbs, spec_recompute rc, const cm_z3_sched *z,
+                 long t0) {
   cm_lop ops[CM_LOPS_MAX];
   int n = cm_part_ops(L->cm, what, deg[0], deg[1], deg[2], mbs, L->p->sp, rc, fwd, ops);
   be_ev ev = fwd ? BE_EV_FORWARD : BE_EV_BACKWARD;
-  zero3_op(L, pg, sl, pr, what, 0, mb, chunk);
+  int nm = z && z->mods && what == CM_PART_LAYER ? (fwd ? z->nu : z->nb) : 0, k = 0;
+  double total = 0, cum = 0, share = 0, comp = 0;
+  for (int i = 0; i < n && nm; i++) total += cm_lop_time(L->cm, &ops[i]);
+  for (int j = 0; j < nm; j++) comp += z->mods[t0 + j].comp_s;
   for (int i = 0; i < n; i++) {
     const cm_lop *o = &ops[i];
+    for (; k < nm && share <= cum + 1e-12 * total; k++) { /* modules that begin here */
+      zero3_mod(L, pg, sl, z, t0 + k, mb, chunk);
+      share += comp > 0 ? z->mods[t0 + k].comp_s / comp * total : 0;
+    }
+    cum += cm_lop_time(L->cm, o);
     be_op b = {.ev = ev, .name = o->name, .mb = mb, .chunk = chunk, .recompute = o->recompute};
     switch (o->kind) {
     case CM_LOP_GEMM:
@@ -148,7 +171,7 @@ static void part(lower *L, be_prog *pg, const spec_slot *sl, const cm_layer_prof
     }
     push(L, pg, b);
   }
-  if (!fwd) zero3_op(L, pg, sl, pr, what, 1, mb, chunk);
+  for (; k < nm; k++) zero3_mod(L, pg, sl, z, t0 + k, mb, chunk);
 }
 
 /* The open p2p batch of a program. */
@@ -177,12 +200,6 @@ static void batch_end(lower *L, be_prog *pg, batch *b) {
   *b = (batch){0, 0};
 }
 
-static void coll(lower *L, be_prog *pg, be_ev ev, const char *name, int group, cm_coll c,
-                 double bytes) {
-  if (group < 0 || L->lay->groups[group].n <= 1 || bytes <= 0) return;
-  push(L, pg, (be_op){.kind = BE_OP_COLL, .ev = ev, .name = name, .mb = -1, .chunk = -1,
-                      .coll = c, .bytes = bytes, .group = group});
-}
 
 /* One rank's program: its schedule, then the data-parallel tail. */
 static void program(lower *L, int slot, spec_step *steps) {
@@ -221,6 +238,7 @@ static void program(lower *L, int slot, spec_step *steps) {
    * receive of its first backward are two batches, as there (send_forward_recv_forward, then
    * recv_backward). */
   int pb = 0, pe = 0; /* the previous unit: steps [pb, pe) */
+  cm_z3_sched z = {0}; /* ZeRO-3's schedule for a chunk of z.layers layers */
   for (int i = 0; !L->rc;) {
     int j = i == n ? n : i + 1;
     if (i >= warm && i < warm + 2 * steady && (i - warm) % 2 == 0) j = i + 2;
@@ -245,14 +263,29 @@ static void program(lower *L, int slot, spec_step *steps) {
       spec_step s = steps[k];
       int vs = s.chunk * P + r, first = vs == 0, last = vs == nvs - 1;
       int layers = lay->layers[vs]; /* non-uniform: vs == r */
+      cm_z3_sched *zs = NULL;
+      if (p->zero >= 3 && layers > 0 && !L->rc) { /* ZeRO-3: the cost model's schedule */
+        if (z.layers != layers) {
+          cm_zero3_sched_free(&z);
+          L->rc = cm_zero3_plan_sched(L->cm, p, r, layers, &z, L->err);
+        }
+        zs = &z;
+      }
+      long nf = zs ? (long)layers * z.nu : 0;
       if (s.fwd) {
-        if (first) part(L, pg, sl, &pr, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc);
-        for (int l = 0; l < layers; l++) part(L, pg, sl, &pr, CM_PART_LAYER, 1, s.mb, s.chunk, deg, mbs, rc);
-        if (last) part(L, pg, sl, &pr, CM_PART_HEAD, 1, s.mb, s.chunk, deg, mbs, rc);
+        if (first) part(L, pg, sl, CM_PART_EMBED, 1, s.mb, s.chunk, deg, mbs, rc, NULL, 0);
+        for (int l = 0; l < layers; l++)
+          part(L, pg, sl, CM_PART_LAYER, 1, s.mb, s.chunk, deg, mbs, rc, zs, l * (long)z.nu);
+        if (last) part(L, pg, sl, CM_PART_HEAD, 1, s.mb, s.chunk, deg, mbs, rc, NULL, 0);
       } else {
-        if (last) part(L, pg, sl, &pr, CM_PART_HEAD, 0, s.mb, s.chunk, deg, mbs, rc);
-        for (int l = 0; l < layers; l++) part(L, pg, sl, &pr, CM_PART_LAYER, 0, s.mb, s.chunk, deg, mbs, rc);
-        if (first) part(L, pg, sl, &pr, CM_PART_EMBED, 0, s.mb, s.chunk, deg, mbs, rc);
+        if (last) part(L, pg, sl, CM_PART_HEAD, 0, s.mb, s.chunk, deg, mbs, rc, NULL, 0);
+        for (int l = 0; l < layers; l++)
+          part(L, pg, sl, CM_PART_LAYER, 0, s.mb, s.chunk, deg, mbs, rc, zs, nf + l * (long)z.nb);
+        if (zs) { /* the last bucket, after the layers' backward */
+          coll_mb(L, pg, BE_EV_DP, "zero3_reduce", sl->group[SPEC_GRP_DP], z.reduce, z.last_bytes,
+                  s.mb, s.chunk);
+        }
+        if (first) part(L, pg, sl, CM_PART_EMBED, 0, s.mb, s.chunk, deg, mbs, rc, NULL, 0);
       }
     }
     pb = i, pe = j, i = j;
@@ -261,7 +294,8 @@ static void program(lower *L, int slot, spec_step *steps) {
    * (experts over expert-DP), Adam on the shard, the shards gathered back under ZeRO */
   cm_tail tail;
   cm_dp_tail(L->cm, &pr, lay->layers, r, P, nvs, deg[1] * deg[3], deg[2], p->zero >= 1, &tail);
-  int z3 = p->zero >= 3; /* ZeRO-3 reduced and gathers per part */
+  cm_zero3_sched_free(&z);
+  int z3 = p->zero >= 3; /* ZeRO-3 reduced and gathered per module */
   if (!z3) {
     coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_DP], tail.reduce, tail.dense_grad_bytes);
     coll(L, pg, BE_EV_DP, "grads", sl->group[SPEC_GRP_EDP], tail.reduce, tail.expert_grad_bytes);

@@ -422,35 +422,51 @@ typedef struct z3_mod {
   double grad;     /* gradient elements its backward hands to the buckets */
   int phase;       /* 0 forward, 1 recomputed forward, 2 backward */
   int kept;        /* recomputed forward or backward of a unit kept in between */
+  int unit;        /* its unit */
 } z3_mod;
 
 typedef struct z3_step {
   const cm_model *cm;
   const cm_stage_coef *co;
+  z3_unit u[Z3_UNITS];
   z3_mod pat[3 * Z3_UNITS]; /* one layer's forward modules, then its backward ones */
   int nu, nb;               /* forward and backward modules per layer */
   long total;               /* modules of one microbatch */
   int layers;
+  cm_z3_mod *mods;          /* the schedule (cm_z3_sched.mods) */
+  double *red_s;            /* per module: the time of the bucket reduced at its start */
 } z3_step;
 
 /* One all-gather of `numel` fp16/bf16 elements as DeepSpeed issues it, on the stream: today,
  * the collective into one flat buffer; in v0.3 also a zeroed output and PyTorch's copy of each
- * rank's part out of its own flat buffer (the output is a list of n views; one kernel each). */
+ * rank's part out of its own flat buffer (the output is a list of n views; one kernel each):
+ * the seconds besides the collective. */
+static double z3_gather_extra(const cm_model *cm, double numel, const cm_place *pl) {
+  if (!cm->p.z3_sync) return 0;
+  return pl->ranks * cm->p.kernel_us * 1e-6 + cm__mem_time(cm, 3 * numel * cm->act_bytes);
+}
+
 static double z3_gather_time(const cm_model *cm, double numel, const cm_place *pl) {
   if (pl->ranks <= 1) return 0;
   double S = numel * cm->act_bytes;
   if (!cm->p.z3_sync) return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL); /* in place */
-  return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL) + pl->ranks * cm->p.kernel_us * 1e-6 +
-         cm__mem_time(cm, 3 * S);
+  return cm_coll_best(cm, CM_ALL_GATHER, S, pl, NULL) + z3_gather_extra(cm, numel, pl);
 }
 
-/* One gradient bucket of `numel` elements: flattened, scaled, reduced, copied back. */
+/* One gradient bucket of `numel` elements: flattened, scaled, reduced, copied back (the
+ * copies: the seconds besides the collective). */
+static double z3_reduce_extra(const cm_model *cm, double numel) {
+  return cm__mem_time(cm, (cm->p.z3_grad_allreduce ? 6 : 4) * numel * cm->p.grad_comm_bytes);
+}
+
+static cm_coll z3_reduce_coll(const cm_model *cm) {
+  return cm->p.z3_grad_allreduce ? CM_ALL_REDUCE : CM_REDUCE_SCATTER;
+}
+
 static double z3_reduce_time(const cm_model *cm, double numel, const cm_place *pl) {
   if (pl->ranks <= 1 || numel <= 0) return 0;
   double S = numel * cm->p.grad_comm_bytes;
-  int ar = cm->p.z3_grad_allreduce;
-  return cm_coll_best(cm, ar ? CM_ALL_REDUCE : CM_REDUCE_SCATTER, S, pl, NULL) +
-         cm__mem_time(cm, (ar ? 6 : 4) * S);
+  return cm_coll_best(cm, z3_reduce_coll(cm), S, pl, NULL) + z3_reduce_extra(cm, numel);
 }
 
 /* Whether unit i of a layer is an expert's (gathered over the expert-data-parallel group). */
@@ -513,8 +529,9 @@ static int z3_kept(const cm_model *cm, const z3_unit *u, int nu, int unit) {
 }
 
 /* One layer's module pattern from its units and the stage's per-layer pass times. */
-static void z3_pattern(z3_step *z, const z3_unit *u, int rc) {
+static void z3_pattern(z3_step *z, int rc) {
   const cm_stage_coef *co = z->co;
+  const z3_unit *u = z->u;
   double recomp = rc ? co->recomp_s : 0, bwd = co->bwd_s - recomp;
   double fwd = co->comp_s + co->tp_s + co->cp_s + co->ep_s - co->bwd_s;
   int n = 0;
@@ -529,23 +546,93 @@ static void z3_pattern(z3_step *z, const z3_unit *u, int rc) {
           .c = x->share * (ph == 0 ? fwd : ph == 1 ? recomp : bwd),
           .gather_s = need ? x->gather_s : 0, .host_s = need ? x->host_s : 0,
           .numel = need ? x->numel * x->count : 0, .grad = ph == 2 ? x->numel * x->count : 0,
-          .phase = ph, .kept = kept};
+          .phase = ph, .kept = kept, .unit = un};
     }
   }
   z->nb = n - z->nu;
 }
 
 /* The bucket reduced when `grad` more elements arrive (DeepSpeed reduces the bucket when the
- * next gradient would overflow it): its time, 0 when none. */
+ * next gradient would overflow it): its elements, 0 when none. */
 static double z3_bucket(const z3_step *z, double grad, double *bucket) {
-  double t = 0;
+  double full = 0;
   if (grad <= 0) return 0;
   if (*bucket > 0 && *bucket + grad > z->cm->p.z3_bucket_numel) {
-    t = z3_reduce_time(z->cm, *bucket, &z->co->dp_pl);
+    full = *bucket;
     *bucket = 0;
   }
   *bucket += grad;
-  return t;
+  return full;
+}
+
+/* The schedule's modules from the pattern: compute, gathers, the buckets their starts reduce;
+ * every gather issued by its own module (z3_issue_* move the prefetched ones). Returns the
+ * elements of the last bucket. */
+static double z3_fill(z3_step *z) {
+  const cm_model *cm = z->cm;
+  long fwd = (long)z->layers * z->nu;
+  double bucket = 0;
+  for (long t = 0; t < z->total; t++) {
+    const z3_mod *m = z3_at(z, t);
+    const z3_unit *u = &z->u[m->unit];
+    int ex = z3_expert(cm, m->unit);
+    const cm_place *pl = ex ? &z->co->edp_pl : &z->co->dp_pl;
+    double red = z3_bucket(z, m->grad, &bucket);
+    z->red_s[t] = z3_reduce_time(cm, red, &z->co->dp_pl);
+    z->mods[t] = (cm_z3_mod){
+        .pat = t < fwd ? (int)(t % z->nu) : z->nu + (int)((t - fwd) % z->nb),
+        .layer = t < fwd ? (int)(t / z->nu) : z->layers - 1 - (int)((t - fwd) / z->nb),
+        .comp_s = m->c, .gathers = m->gather_s > 0 ? u->count : 0,
+        .gather_bytes = m->gather_s > 0 ? u->numel * cm->act_bytes : 0,
+        .group = ex ? SPEC_GRP_EDP : SPEC_GRP_DP,
+        .gather_extra_s = m->gather_s > 0 ? z3_gather_extra(cm, u->numel, pl) : 0,
+        .host_s = m->host_s, .issue = t,
+        .reduce_bytes = red * cm->p.grad_comm_bytes,
+        .reduce_extra_s = red > 0 ? z3_reduce_extra(cm, red) : 0};
+  }
+  return bucket;
+}
+
+#define Z3_AHEAD 64
+
+/* Today's DeepSpeed with prefetch: a gather is issued when the module
+ * stage3_prefetch_bucket_size elements earlier starts (at least one module ahead). */
+static void z3_issue_pipelined(z3_step *z) {
+  const cm_params *p = &z->cm->p;
+  if (!p->z3_prefetch) return;
+  double acc = 0;
+  long j = 0; /* the module whose start issues this gather: acc = gathered elements j..t-1 */
+  for (long t = 1; t < z->total; t++) {
+    acc += z3_at(z, t - 1)->numel;
+    for (;;) {
+      double first = z3_at(z, j)->numel;
+      if (j >= t - 1 || (acc - first < p->z3_prefetch_numel && t - j < Z3_AHEAD - 1)) break;
+      acc -= first;
+      j++;
+    }
+    z->mods[t].issue = j;
+  }
+}
+
+/* DeepSpeed v0.3: a module's fetch launches the gathers of the next modules up to
+ * stage3_prefetch_bucket_size elements, unless stage3_max_live_parameters are gathered. */
+static void z3_issue_synced(z3_step *z) {
+  const cm_params *p = &z->cm->p;
+  double kept_live = 0;
+  long pf = 0; /* the next module whose gather has not been issued */
+  for (long t = 0; t < z->total; t++) {
+    const z3_mod *m = z3_at(z, t);
+    if (pf <= t) pf = t + 1; /* not prefetched: its own */
+    /* gathered now: a kept unit (in kept_live until its backward) or this module's */
+    if (m->phase == 2 && m->kept) kept_live -= m->grad;
+    double live = kept_live + (m->phase == 2 && m->kept ? m->grad : m->numel);
+    if (p->z3_prefetch && live < p->z3_live_numel)
+      for (double acc = 0; pf < z->total && acc < p->z3_prefetch_numel; pf++) {
+        z->mods[pf].issue = t;
+        acc += z3_at(z, pf)->numel;
+      }
+    if (m->phase == 1 && m->kept) kept_live += m->numel;
+  }
 }
 
 /* DeepSpeed v0.3 (zero3.sync = 1). Each module's window is the host launching the gathers it
@@ -553,9 +640,8 @@ static double z3_bucket(const z3_step *z, double grad, double *bucket) {
  * the longer of its compute and, on the stream, the last gather and the gradient bucket its
  * backward hook reduces (the next module's fetch synchronises the device); a gather nobody
  * prefetched is waited for in full. Returns the seconds beyond the compute. */
-static double z3_synced(const z3_step *z, double *bucket) {
-  const cm_params *p = &z->cm->p;
-  double exposed = 0, kept_live = 0;
+static double z3_synced(const z3_step *z) {
+  double exposed = 0;
   long pf = 0; /* the next module whose gather has not been issued */
   for (long t = 0; t < z->total; t++) {
     const z3_mod *m = z3_at(z, t);
@@ -564,72 +650,108 @@ static double z3_synced(const z3_step *z, double *bucket) {
       exposed += m->host_s + m->gather_s; /* not prefetched: waited for */
       pf = t + 1;
     }
-    /* gathered now: a kept unit (in kept_live until its backward) or this module's */
-    if (m->phase == 2 && m->kept) kept_live -= m->grad;
-    double live = kept_live + (m->phase == 2 && m->kept ? m->grad : m->numel);
-    if (p->z3_prefetch && live < p->z3_live_numel)
-      for (double acc = 0; pf < z->total && acc < p->z3_prefetch_numel; pf++) {
-        const z3_mod *g = z3_at(z, pf);
-        if (g->gather_s <= 0) continue;
-        exposed += q + g->host_s;
-        q = g->gather_s;
-        acc += g->numel;
-      }
-    if (m->phase == 1 && m->kept) kept_live += m->numel;
-    q += z3_bucket(z, m->grad, bucket); /* behind the gather on the stream */
+    for (; pf < z->total && z->mods[pf].issue == t && pf > t; pf++) {
+      const z3_mod *g = z3_at(z, pf);
+      if (g->gather_s <= 0) continue;
+      exposed += q + g->host_s;
+      q = g->gather_s;
+    }
+    q += z->red_s[t]; /* behind the gather on the stream */
     exposed += fmax(0, q - m->c);
   }
   return exposed;
 }
 
-#define Z3_AHEAD 64
-
 /* Today's DeepSpeed (zero3.sync = 0): a module waits for its own gather only (events, no
  * device-wide synchronisation) and the host runs ahead, so the stream gathers a module's
- * parameters as soon as it is free and the module stage3_prefetch_bucket_size elements
- * earlier has started; a gradient bucket (earlier modules' gradients) joins the stream when the
- * module whose hook reduces it starts. Returns the seconds beyond the compute. */
-static double z3_pipelined(const z3_step *z, double *bucket) {
-  const cm_params *p = &z->cm->p;
-  double start[Z3_AHEAD] = {0}, stream = 0, done = 0, comp = 0, acc = 0;
-  long j = 0; /* the module whose start issues this gather: acc = gathered elements j..t-1 */
+ * parameters as soon as it is free and the module that issues it has started; a gradient
+ * bucket (earlier modules' gradients) joins the stream when the module whose hook reduces it
+ * starts. Returns the seconds beyond the compute. */
+static double z3_pipelined(const z3_step *z, double *start) {
+  double stream = 0, done = 0, comp = 0;
   for (long t = 0; t < z->total; t++) {
     const z3_mod *m = z3_at(z, t);
-    if (t > 0) acc += z3_at(z, t - 1)->numel;
-    for (;;) { /* at most the prefetch bucket's elements (and at least one module) ahead */
-      double first = z3_at(z, j)->numel;
-      if (j >= t - 1 || (acc - first < p->z3_prefetch_numel && t - j < Z3_AHEAD - 1)) break;
-      acc -= first;
-      j++;
-    }
     double ready = done;
     if (m->gather_s > 0) {
-      double issue = !p->z3_prefetch ? done : t > 0 ? start[j % Z3_AHEAD] : 0;
-      stream = fmax(stream, issue) + m->gather_s;
+      long j = z->mods[t].issue;
+      stream = fmax(stream, j == t ? done : start[j]) + m->gather_s;
       ready = fmax(ready, stream);
     }
-    start[t % Z3_AHEAD] = ready;
+    start[t] = ready;
     done = ready + m->c;
     comp += m->c;
-    double red = z3_bucket(z, m->grad, bucket); /* earlier modules' gradients: ready at its start */
-    if (red > 0) stream = fmax(stream, ready) + red;
+    if (z->red_s[t] > 0) stream = fmax(stream, ready) + z->red_s[t];
   }
   return fmax(0, done - comp);
 }
 
-/* Seconds of ZeRO-3 communication one microbatch exposes on a rank: the gathers and gradient
- * reductions its compute does not hide, and the last bucket, reduced after the backward. */
-static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
-  const cm_stage_coef *co = r->co;
-  if (r->layers <= 0 || co->cfg.dp * co->cfg.cp <= 1) return 0;
-  z3_step z = {.cm = cm, .co = co, .layers = r->layers};
-  z3_unit u[Z3_UNITS];
-  z.nu = z3_units(cm, co, u);
-  z3_pattern(&z, u, co->cfg.recompute == SPEC_RECOMPUTE_FULL);
+void cm_zero3_sched_free(cm_z3_sched *s) {
+  free(s->mods);
+  memset(s, 0, sizeof *s);
+}
+
+/* Builds the schedule of a rank of `layers` layers of stage coefficients co and times it. */
+static int z3_sched(const cm_model *cm, const cm_stage_coef *co, int layers, cm_z3_sched *out) {
+  memset(out, 0, sizeof *out);
+  if (layers <= 0 || co->cfg.dp * co->cfg.cp <= 1) return PP_OK;
+  z3_step z = {.cm = cm, .co = co, .layers = layers};
+  z.nu = z3_units(cm, co, z.u);
+  z3_pattern(&z, co->cfg.recompute == SPEC_RECOMPUTE_FULL);
   z.total = (long)z.layers * (z.nu + z.nb);
-  double bucket = 0;
-  double exposed = cm->p.z3_sync ? z3_synced(&z, &bucket) : z3_pipelined(&z, &bucket);
-  return exposed + z3_reduce_time(cm, bucket, &co->dp_pl);
+  z.mods = calloc((size_t)z.total, sizeof *z.mods);
+  z.red_s = calloc(2 * (size_t)z.total, sizeof *z.red_s); /* and the starts */
+  if (!z.mods || !z.red_s) {
+    free(z.mods), free(z.red_s);
+    return PP_NOMEM;
+  }
+  double last = z3_fill(&z);
+  if (cm->p.z3_sync) z3_issue_synced(&z);
+  else z3_issue_pipelined(&z);
+  double exposed = cm->p.z3_sync ? z3_synced(&z) : z3_pipelined(&z, z.red_s + z.total);
+  *out = (cm_z3_sched){.sync = cm->p.z3_sync, .reduce = z3_reduce_coll(cm), .nu = z.nu,
+                       .nb = z.nb, .layers = layers, .n = z.total, .mods = z.mods,
+                       .last_bytes = last * cm->p.grad_comm_bytes,
+                       .last_extra_s = last > 0 ? z3_reduce_extra(cm, last) : 0,
+                       .exposed_s = exposed + z3_reduce_time(cm, last, &co->dp_pl)};
+  free(z.red_s);
+  return PP_OK;
+}
+
+int cm_zero3_sched(const cm_model *cm, const cm_stage_coef *s, int layers, cm_z3_sched *out,
+                   pp_err *err) {
+  if (z3_sched(cm, s, layers, out)) return pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+  return PP_OK;
+}
+
+int cm_zero3_plan_sched(cm_model *cm, const spec_plan *p, int stage, int layers,
+                        cm_z3_sched *out, pp_err *err) {
+  cm_stage_coef co;
+  memset(out, 0, sizeof *out);
+  if (p->nstages == 0) { /* as cm_eval: the groups placed by their strides */
+    cm__cfg g;
+    make_cfg(cm, &g, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
+    coef_from(cm, &g, layer_costs(cm, &g), &co);
+  } else {
+    if (stage < 0 || stage >= p->nstages)
+      return pp_err_set(err, PP_PLAN, "plan: no stage %d", stage);
+    const spec_stage *st = &p->stages[stage];
+    cm_stage_cfg g = {st->tp, st->cp, st->dp, st->ep, p->gbs / p->microbatches / st->dp, p->sp,
+                      st->recompute};
+    int rc = cm_stage_coef_get(cm, &g, st->gpus, st->ngpus, &co, err);
+    if (rc) return rc;
+  }
+  return cm_zero3_sched(cm, &co, layers, out, err);
+}
+
+/* Seconds of ZeRO-3 communication one microbatch exposes on a rank: the gathers and gradient
+ * reductions its compute does not hide, and the last bucket, reduced after the backward
+ * (-1 when out of memory). */
+static double zero3_exposed(const cm_model *cm, const rank_cost *r) {
+  cm_z3_sched s;
+  if (z3_sched(cm, r->co, r->layers, &s)) return -1;
+  double t = s.exposed_s;
+  cm_zero3_sched_free(&s);
+  return t;
 }
 
 int cm_stage_coef_get(cm_model *cm, const cm_stage_cfg *g, const int *gpus, int n,
@@ -664,7 +786,7 @@ double cm_stage_time(cm_model *cm, const cm_stage_coef *s, int layers, int first
   rank_cost r = {.co = s};
   add_chunk(cm, s, layers, first, last, &r);
   if (zero >= 3) r.dp = zero3_exposed(cm, &r);
-  return rc_total(&r);
+  return r.dp < 0 ? NAN : rc_total(&r);
 }
 
 void cm_stage_memory(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
@@ -791,7 +913,11 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   /* ZeRO-3 gathers parameters for every forward and backward and reduce-scatters gradients
    * every microbatch; what the compute of the microbatch does not hide is exposed */
   if (zero >= 3)
-    for (int i = 0; i < P; i++) rk[i].dp = zero3_exposed(cm, &rk[i]);
+    for (int i = 0; i < P; i++)
+      if ((rk[i].dp = zero3_exposed(cm, &rk[i])) < 0) {
+        rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+        goto done;
+      }
 
   /* the pipeline */
   double tmax = 0, sum = 0, p2p_max = 0;

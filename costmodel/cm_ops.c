@@ -229,24 +229,3 @@ double cm_lop_time(const cm_model *cm, const cm_lop *op) {
   default: return 0;
   }
 }
-
-/* ZeRO-3 (DeepSpeed stage 3): a part's parameters are gathered over the data-parallel group
- * before its forward and again before its backward, and its gradients reduce-scattered after
- * its backward; the buffers are the part's parameters on this rank (bf16, and gradients at
- * grad_comm_bytes per element): over a microbatch, the 2 gathers and 1 reduce-scatter of the
- * rank's parameters that the cost model charges. */
-int cm_zero3_ops(const cm_model *cm, const cm_layer_profile *pr, cm_part part, int fwd,
-                 cm_lop *out) {
-  /* tied embeddings: the head uses the embedding's parameters, on the same rank (ZeRO-3 runs
-   * with pp = 1), gathered once with the embedding's, as the cost model counts them */
-  double params = part == CM_PART_EMBED  ? pr->embed_params
-                  : part == CM_PART_HEAD ? (cm->m.tied_embeddings ? 0 : pr->head_params)
-                                         : pr->layer_params;
-  if (params <= 0) return 0;
-  out[0] = (cm_lop){.kind = CM_LOP_COLL, .name = "zero3_gather", .group = SPEC_GRP_DP,
-                    .coll = CM_ALL_GATHER, .bytes = params * cm->act_bytes};
-  if (fwd) return 1;
-  out[1] = (cm_lop){.kind = CM_LOP_COLL, .name = "zero3_reduce", .group = SPEC_GRP_DP,
-                    .coll = CM_REDUCE_SCATTER, .bytes = params * cm->p.grad_comm_bytes};
-  return 2;
-}

@@ -14,6 +14,7 @@
 #include <simgrid/link.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/plugins/load.h>
+#include <simgrid/semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -147,6 +148,11 @@ static void exec_range(gpu_actor *ga, int from, int to) {
       for (int k = 0; k < o->count; k++) exec_range(ga, o->a, o->b);
       break;
     case SIM__OP_BEGIN: ga->mb = o->mb, ga->chunk = o->chunk; break;
+    case SIM__OP_POST: sg_sem_release(w->sems[gpu * SIM__SEMS + o->slot]); break;
+    case SIM__OP_WAIT:
+      sg_sem_acquire(w->sems[gpu * SIM__SEMS + o->slot]);
+      if (!ga->helper) record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock()); /* idle: no event */
+      break;
     }
   }
 }
@@ -161,6 +167,9 @@ static void gpu_main(int argc, char **argv) {
 
 void sim__run_world(sim__world *w) {
   char name[48];
+  w->sems = malloc((size_t)w->ngpu * SIM__SEMS * sizeof *w->sems);
+  if (!w->sems) abort(); /* the child reports a crash as a failed run */
+  for (int i = 0; i < w->ngpu * SIM__SEMS; i++) w->sems[i] = sg_sem_init(0);
   for (int g = 0; g < w->ngpu; g++) {
     gpu_actor *ga = malloc(sizeof *ga);
     const sim__prog *pg = &w->prog[g];
@@ -172,6 +181,9 @@ void sim__run_world(sim__world *w) {
     sg_actor_start_(a, gpu_main, 0, NULL);
   }
   simgrid_run();
+  for (int i = 0; i < w->ngpu * SIM__SEMS; i++) sg_sem_destroy(w->sems[i]);
+  free(w->sems);
+  w->sems = NULL;
 }
 
 /* ---- the child process ------------------------------------------------------------------------ */

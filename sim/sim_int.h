@@ -86,10 +86,14 @@ typedef enum {
                        actor skips them) */
   SIM__OP_JOIN,     /* wait for helper `slot`; the wait is recorded as kind ev */
   SIM__OP_CALL,     /* run ops [a, b) (a part's template) `count` times */
-  SIM__OP_BEGIN     /* from here on, events belong to microbatch mb, model chunk `chunk` */
+  SIM__OP_BEGIN,    /* from here on, events belong to microbatch mb, model chunk `chunk` */
+  SIM__OP_POST,     /* release this GPU's semaphore `slot` (between its actor and helpers) */
+  SIM__OP_WAIT      /* acquire this GPU's semaphore `slot`; the main actor's wait is recorded
+                       as kind ev (a helper's is idle time, not recorded) */
 } sim__op_kind;
 
 #define SIM__SLOTS 4 /* helper actors a GPU may have at once: DP tail, ZeRO-3, layer comm */
+#define SIM__SEMS 2  /* semaphores of a GPU (OP_POST, OP_WAIT), all at 0 when a run starts */
 
 typedef struct sim__op {
   sim__op_kind kind;
@@ -101,7 +105,7 @@ typedef struct sim__op {
   int peer;            /* OP_SEND/RECV: GPU id */
   int a, b;            /* OP_ASYNC, OP_CALL: op range */
   int count;           /* OP_CALL */
-  int slot;            /* OP_ASYNC, OP_JOIN */
+  int slot;            /* OP_ASYNC, OP_JOIN; OP_POST, OP_WAIT: the semaphore */
   int ev;              /* sim_ev_kind of SLEEP/COLL/BATCH/JOIN; OP_SEND/RECV: 0 fwd, 1 bwd */
   int member;          /* OP_COLL, OP_BATCH: this GPU's index in the group */
   int mb, chunk;       /* OP_BEGIN */
@@ -133,6 +137,7 @@ typedef struct sim__world {
   double end_time;
   double *gpu_end;    /* per GPU: when its program finished */
   double (*gpu_kind)[SIM_NEVKINDS]; /* per GPU: seconds spent per event kind */
+  sg_sem_t *sems;     /* in the run: per GPU, SIM__SEMS semaphores ([gpu * SIM__SEMS + k]) */
 } sim__world;
 
 int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err);

@@ -379,11 +379,28 @@ typedef struct tb {
   double acc;         /* compute not yet emitted */
   double last_gemm;   /* the GEMM just before, not yet overlapped */
   tmpl *t;
+  /* ZeRO-3's modules: the part cut where cum (its compute and collectives, as the cost model
+   * prices them) reaches cut[k]; bound[k] the op index there; every collective by itself */
+  const double *cut;
+  int ncut, k, *bound;
+  double cum;
 } tb;
 
 static void tb_flush(tb *B) {
   emit_sleep(B->L, B->gp->g, B->acc, B->ev);
   B->acc = 0;
+}
+
+/* t seconds of compute, cut at the module boundaries it crosses. */
+static void tb_add(tb *B, double t) {
+  while (B->k < B->ncut && B->cum + t >= B->cut[B->k]) {
+    double d = fmax(0, B->cut[B->k] - B->cum);
+    B->acc += d, B->cum += d, t -= d;
+    tb_flush(B);
+    B->bound[B->k++] = B->L->w->prog[B->gp->g].n;
+    B->last_gemm = 0;
+  }
+  B->acc += t, B->cum += t;
 }
 
 static const sim_ev_kind grp_ev[SPEC_NGRPS] = {SIM_EV_TP, SIM_EV_CP, SIM_EV_DP, SIM_EV_EP,
@@ -396,9 +413,9 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
   const sim__group *g = &w->groups[gid];
   if (g->n <= 1 || bytes <= 0) return;
   cm_algo a = CM_ALGO_RING;
-  cm_coll_best(w->cm, c, bytes, &g->pl, &a);
+  B->cum += cm_coll_best(w->cm, c, bytes, &g->pl, &a);
   cm_coll_parts parts;
-  if (!w->per_layer && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
+  if (!w->per_layer && !B->cut && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
       !(a == CM_ALGO_NVLS && g->relay_node)) {
     /* the fast form of sim__coll_exec: vol / ramp bytes in ring flows, then the latency */
     if (cm_coll_split(w->cm, c, a, bytes, &g->pl, &parts))
@@ -420,7 +437,7 @@ static int tb_colls(tb *B, const cm_lop *ops, int n, int i) {
   const sim__group *g = &w->groups[B->gp->grp[o->group]];
   cm_algo a = CM_ALGO_RING, b = CM_ALGO_RING;
   int j = i + 1;
-  if (!w->per_layer && g->n > 1 && o->coll != CM_ALL_TO_ALL) {
+  if (!w->per_layer && !B->cut && g->n > 1 && o->coll != CM_ALL_TO_ALL) {
     cm_coll_best(w->cm, o->coll, o->bytes, &g->pl, &a);
     while (a == CM_ALGO_NVLS && g->relay_node && j < n && ops[j].kind == CM_LOP_COLL &&
            ops[j].group == o->group && ops[j].coll == o->coll &&
@@ -476,6 +493,7 @@ static int tb_cp(tb *B, const cm_lop *ops, const double *t, int n, int i) {
       A += t[h - 1];
     B->acc -= A;
   }
+  if (next > j) B->cum += A;
   int steps = j - i;
   for (int s = 0; s < steps; s++) tb_overlap(B, SPEC_GRP_CP, ops[i + s].coll, ops[i + s].bytes, A / (steps + 1));
   B->acc += A / (steps + 1);
@@ -508,8 +526,11 @@ static void part_times(const sim__world *w, const gpu_plan *gp, int part, int fw
   for (int i = 0; i < n; i++) t[i] *= ops[i].kind == CM_LOP_GEMM ? sg : so;
 }
 
-/* Lowers one part into a template at the end of the GPU's program. */
-static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t) {
+/* Lowers one part into a template at the end of the GPU's program; with `frac` (ZeRO-3's
+ * modules), cut where the cumulative fractions frac[0..nfrac) of its time fall, the op index of
+ * each cut in bound[]. */
+static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t,
+                       const double *frac, int nfrac, int *bound) {
   const cm_params *prm = cm_model_params(L->w->cm);
   cm_lop ops[CM_LOPS_MAX];
   double tm[CM_LOPS_MAX];
@@ -518,12 +539,23 @@ static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t)
   part_times(L->w, gp, part, fwd, ops, n, tm);
   memset(t, 0, sizeof *t);
   t->a = L->w->prog[gp->g].n;
-  tb B = {L, gp, part, fwd, fwd ? SIM_EV_FORWARD : SIM_EV_BACKWARD, 0, 0, t};
-  int overlap = prm->tp_comm_overlap && part == P_LAYER;
+  tb B = {L, gp, part, fwd, fwd ? SIM_EV_FORWARD : SIM_EV_BACKWARD, 0, 0, t, NULL, 0, 0, bound, 0};
+  double cut[3 * CM_Z3_UNITS];
+  if (nfrac > 0) { /* the part's time as the cost model prices it, cut at the fractions */
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+      const sim__group *g = &L->w->groups[gp->grp[ops[i].group]];
+      total += ops[i].kind != CM_LOP_COLL ? tm[i]
+               : g->n > 1 ? cm_coll_best(L->w->cm, ops[i].coll, ops[i].bytes, &g->pl, NULL) : 0;
+    }
+    for (int k = 0; k < nfrac; k++) cut[k] = frac[k] * total;
+    B.cut = cut, B.ncut = nfrac;
+  }
+  int overlap = prm->tp_comm_overlap && part == P_LAYER && !B.cut;
   for (int i = 0; i < n && !L->rc;) {
     const cm_lop *o = &ops[i];
     if (o->kind != CM_LOP_COLL) {
-      B.acc += tm[i];
+      tb_add(&B, tm[i]);
       B.last_gemm = o->kind == CM_LOP_GEMM ? tm[i] : 0;
       i++;
     } else if (o->group == SPEC_GRP_CP) {
@@ -548,6 +580,7 @@ static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t)
   tb_flush(&B);
   sim__prog *pg = &L->w->prog[gp->g];
   t->b = pg->n;
+  for (; B.k < B.ncut; B.k++) bound[B.k] = t->b; /* rounding: at the end */
   if (t->inline_only && !L->rc) { /* out of the program, so that the relays do not count it */
     t->ops = malloc((size_t)(t->b - t->a + 1) * sizeof *t->ops);
     if (!t->ops) {
@@ -583,28 +616,170 @@ static void run_tmpl(lower *L, int g, const tmpl *t, int count, double (*agg)[SP
   }
 }
 
-/* ZeRO-3: helper templates holding the gather of the next part and the reduce-scatter of the
- * previous one when it was a backward ([next kind + 1][previous kind + 1], 0: none). */
+/* ZeRO-3 as the cost model times it (cm_zero3_plan_sched): the layers' modules (templates cut
+ * from the layer's passes at the shares of its units), every gather and gradient bucket of the
+ * schedule on the DP (or expert-DP) group with the copies beside them as delays. */
+enum { SEM_ISSUE, SEM_READY }; /* the main actor reached an issue point; a gather is done */
+
 typedef struct zero3 {
   int on;
-  int a[NPARTS + 1][NPARTS + 1], b[NPARTS + 1][NPARTS + 1];
+  cm_z3_sched s;
+  int layers;                   /* the layers s is for */
+  tmpl T[2];                    /* the layer's backward [0] and forward [1], cut */
+  tmpl mod[3 * CM_Z3_UNITS];    /* the template of each module of a layer's pattern */
 } zero3;
 
-static void zero3_coll(lower *L, const gpu_plan *gp, int part, int which) {
-  cm_lop z[2];
-  int n = cm_zero3_ops(L->w->cm, gp->pr, (cm_part)part, 0, z);
-  if (which < n) emit_coll(L, gp->g, gp->grp[SPEC_GRP_DP], z[which].coll, z[which].bytes, SIM_EV_DP);
+/* The schedule of a chunk of `layers` layers (built when the count changes). */
+static int zero3_sched(lower *L, const gpu_plan *gp, zero3 *z, int layers) {
+  if (z->layers == layers && z->s.mods) return 0;
+  cm_zero3_sched_free(&z->s);
+  z->layers = layers;
+  if (!L->rc) L->rc = cm_zero3_plan_sched(L->w->cm, L->p, gp->r, layers, &z->s, L->err);
+  return L->rc;
 }
 
+/* The layer's forward and backward templates cut into the modules of its pattern. */
 static void zero3_build(lower *L, const gpu_plan *gp, zero3 *z) {
-  sim__prog *pg = &L->w->prog[gp->g];
-  for (int nx = 0; nx <= NPARTS; nx++)
-    for (int pv = 0; pv <= NPARTS; pv++) {
-      z->a[nx][pv] = pg->n;
-      if (nx) zero3_coll(L, gp, nx - 1, 0);
-      if (pv) zero3_coll(L, gp, pv - 1, 1);
-      z->b[nx][pv] = pg->n;
+  if (zero3_sched(L, gp, z, gp->counts[gp->r] > 0 ? gp->counts[gp->r] : 1)) return;
+  const cm_z3_sched *s = &z->s;
+  double comp[3 * CM_Z3_UNITS] = {0};
+  for (long t = 0; t < s->n; t++) comp[s->mods[t].pat] = s->mods[t].comp_s;
+  for (int fwd = 0; fwd < 2 && !L->rc; fwd++) {
+    int lo = fwd ? 0 : s->nu, n = fwd ? s->nu : s->nb, bound[3 * CM_Z3_UNITS];
+    double frac[3 * CM_Z3_UNITS], sum = 0, acc = 0;
+    for (int k = 0; k < n; k++) sum += comp[lo + k];
+    for (int k = 0; k + 1 < n; k++) frac[k] = sum > 0 ? (acc += comp[lo + k]) / sum : 0;
+    tmpl *t = &z->T[fwd];
+    build_tmpl(L, gp, P_LAYER, fwd, t, frac, n - 1, bound);
+    for (int k = 0; k < n; k++) {
+      int a = k ? bound[k - 1] : t->a, b = k + 1 < n ? bound[k] : t->b;
+      z->mod[lo + k] = (tmpl){.a = a, .b = b, .ops = t->ops ? t->ops + (a - t->a) : NULL,
+                              .inline_only = t->inline_only};
     }
+  }
+}
+
+/* A module's gathers, one after another, each with its copies. */
+static void zero3_gather(lower *L, const gpu_plan *gp, const cm_z3_mod *m) {
+  for (int c = 0; c < m->gathers; c++) {
+    emit_coll(L, gp->g, gp->grp[m->group], CM_ALL_GATHER, m->gather_bytes, SIM_EV_DP);
+    emit_sleep(L, gp->g, m->gather_extra_s, SIM_EV_DP);
+  }
+}
+
+static void zero3_reduce(lower *L, const gpu_plan *gp, const cm_z3_sched *s, double bytes,
+                         double extra) {
+  if (bytes <= 0) return;
+  emit_coll(L, gp->g, gp->grp[SPEC_GRP_DP], s->reduce, bytes, SIM_EV_DP);
+  emit_sleep(L, gp->g, extra, SIM_EV_DP);
+}
+
+/* The issue point of module t's gathers in a range starting at lo: 2 t when the module is
+ * reached (before waiting for it), 2 j + 1 when module j starts. */
+static long zero3_point(const cm_z3_mod *m, long t, long lo) {
+  long x = m->issue == t ? 2 * t : 2 * m->issue + 1;
+  return x < 2 * lo ? 2 * lo : x;
+}
+
+static void zero3_wait_issue(lower *L, int g, long x, long lo, long *seen, char *post) {
+  if (x <= *seen) return;
+  emit(L, g, (sim__op){.kind = SIM__OP_WAIT, .slot = SEM_ISSUE, .ev = SIM_EV_DP});
+  post[x - 2 * lo] = 1;
+  *seen = x;
+}
+
+/* Today's path (zero3.sync = 0): modules [lo, hi) with one helper as the collectives' stream,
+ * running the gathers and buckets in the schedule's order, each once the main actor has
+ * reached its issue point; a module waits for its own gathers only. mid: the parts run before
+ * module `at` (the head between the passes). */
+static void zero3_pipelined(lower *L, const gpu_plan *gp, zero3 *z, long lo, long hi,
+                            const tmpl *const *mid, long at, double (*agg)[SPEC_NGRPS]) {
+  const cm_z3_sched *s = &z->s;
+  int g = gp->g;
+  sim__prog *pg = &L->w->prog[g];
+  char *post = calloc((size_t)(2 * (hi - lo) + 2), 1);
+  if (!post) {
+    L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
+    return;
+  }
+  long seen = -1;
+  int start = pg->n;
+  emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_ZERO3, .a = start + 1});
+  for (long t = lo; t < hi && !L->rc; t++) {
+    const cm_z3_mod *m = &s->mods[t];
+    if (m->gathers) {
+      zero3_wait_issue(L, g, zero3_point(m, t, lo), lo, &seen, post);
+      zero3_gather(L, gp, m);
+      emit(L, g, (sim__op){.kind = SIM__OP_POST, .slot = SEM_READY});
+    }
+    if (m->reduce_bytes > 0) {
+      zero3_wait_issue(L, g, 2 * t + 1, lo, &seen, post);
+      zero3_reduce(L, gp, s, m->reduce_bytes, m->reduce_extra_s);
+    }
+  }
+  if (!L->rc) pg->ops[start].b = pg->n;
+  for (long t = lo; t < hi && !L->rc; t++) {
+    const cm_z3_mod *m = &s->mods[t];
+    for (int k = 0; t == at && mid && k < 2; k++)
+      if (mid[k]) run_tmpl(L, g, mid[k], 1, agg);
+    if (post[2 * (t - lo)]) emit(L, g, (sim__op){.kind = SIM__OP_POST, .slot = SEM_ISSUE});
+    if (m->gathers) emit(L, g, (sim__op){.kind = SIM__OP_WAIT, .slot = SEM_READY, .ev = SIM_EV_DP});
+    if (post[2 * (t - lo) + 1]) emit(L, g, (sim__op){.kind = SIM__OP_POST, .slot = SEM_ISSUE});
+    run_tmpl(L, g, &z->mod[m->pat], 1, agg);
+  }
+  emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_ZERO3, .ev = SIM_EV_DP});
+  free(post);
+}
+
+/* DeepSpeed v0.3's path (zero3.sync = 1): each module's window as the cost model's: a gather
+ * nobody prefetched and every prefetched one but the last waited for (with the host's launch
+ * before each), the last and the module's bucket in a helper beside its compute, joined when
+ * it ends (the next fetch synchronises the device). */
+static void zero3_synced(lower *L, const gpu_plan *gp, zero3 *z, long lo, long hi,
+                         const tmpl *const *mid, long at, double (*agg)[SPEC_NGRPS]) {
+  const cm_z3_sched *s = &z->s;
+  int g = gp->g;
+  sim__prog *pg = &L->w->prog[g];
+  long pf = lo;
+  for (long t = lo; t < hi && !L->rc; t++) {
+    const cm_z3_mod *m = &s->mods[t];
+    for (int k = 0; t == at && mid && k < 2; k++)
+      if (mid[k]) run_tmpl(L, g, mid[k], 1, agg);
+    if (pf <= t) pf = t + 1;
+    if (m->gathers && (m->issue == t || m->issue < lo)) {
+      emit_sleep(L, g, m->host_s, SIM_EV_DP);
+      zero3_gather(L, gp, m);
+    }
+    const cm_z3_mod *last = NULL;
+    for (; pf < hi && s->mods[pf].issue == t; pf++) {
+      const cm_z3_mod *x = &s->mods[pf];
+      if (!x->gathers) continue;
+      if (last) zero3_gather(L, gp, last); /* waited for before the next launch */
+      emit_sleep(L, g, x->host_s, SIM_EV_DP);
+      last = x;
+    }
+    int helper = last || m->reduce_bytes > 0, start = pg->n;
+    if (helper) {
+      emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_ZERO3, .a = start + 1});
+      if (last) zero3_gather(L, gp, last);
+      zero3_reduce(L, gp, s, m->reduce_bytes, m->reduce_extra_s);
+      if (!L->rc) pg->ops[start].b = pg->n;
+    }
+    run_tmpl(L, g, &z->mod[m->pat], 1, agg);
+    if (helper) emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_ZERO3, .ev = SIM_EV_DP});
+  }
+}
+
+/* Modules [lo, hi) of a chunk of `layers` layers; the last bucket when the range ends the
+ * schedule. */
+static void zero3_run(lower *L, const gpu_plan *gp, zero3 *z, int layers, int fwd, int bwd,
+                      const tmpl *const *mid, double (*agg)[SPEC_NGRPS]) {
+  if (layers <= 0 || zero3_sched(L, gp, z, layers) || !z->s.mods) return;
+  const cm_z3_sched *s = &z->s;
+  long nf = (long)layers * s->nu, lo = fwd ? 0 : nf, hi = bwd ? s->n : nf;
+  if (s->sync) zero3_synced(L, gp, z, lo, hi, mid, nf, agg);
+  else zero3_pipelined(L, gp, z, lo, hi, mid, nf, agg);
+  if (bwd) zero3_reduce(L, gp, s, s->last_bytes, s->last_extra_s);
 }
 
 /* The parts of one forward or backward of a chunk, in order: seq/cnt, returns their number. */
@@ -691,7 +866,7 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
   sim__prog *pg = &w->prog[g];
   tmpl T[NPARTS][2];
   for (int part = 0; part < NPARTS; part++)
-    for (int fwd = 0; fwd < 2; fwd++) build_tmpl(L, gp, part, fwd, &T[part][fwd]);
+    for (int fwd = 0; fwd < 2; fwd++) build_tmpl(L, gp, part, fwd, &T[part][fwd], NULL, 0, NULL);
   zero3 z = {.on = gp->zero >= 3 && w->groups[gp->grp[SPEC_GRP_DP]].n > 1};
   if (z.on) zero3_build(L, gp, &z);
   pg->main_at = pg->n; /* the program starts here */
@@ -700,8 +875,6 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
   for (int i = 0; i < n; i++)
     if (!items[i].fwd) last_b = i;
   int dp_async = prm->overlap_grad_reduce && gp->dp * gp->cp > 1 && gp->zero < 3, async_at = -1;
-  int z_first = 1, z_prev = -1; /* ZeRO-3: the first gather waits; the part whose gradients
-                                   are still to reduce-scatter */
   for (int i = 0; i < n && !L->rc; i++) {
     spec_step it = items[i];
     int vs = it.chunk * P + r; /* virtual stage */
@@ -714,38 +887,30 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
     if (it.fwd && !first) emit_recvs(L, g, &gp->prev, 0);
     if (!it.fwd && !last) emit_recvs(L, g, &gp->next, 1);
     emit_begin(L, g, it.mb, it.chunk);
-    int seq[3], cnt[3], ns = part_seq(gp->counts[vs], first, last, it.fwd, seq, cnt);
-    for (int s = 0; s < ns; s++) {
-      if (!z.on) {
-        run_tmpl(L, g, &T[seq[s]][it.fwd], cnt[s], agg);
-        continue;
-      }
-      /* ZeRO-3 (pp = 1, so the parts of the whole schedule follow each other): each part
-       * runs beside a helper gathering the next part's parameters and reduce-scattering the
-       * previous part's gradients; the first gather and the last reduce-scatter wait */
-      for (int k = 0; k < cnt[s] && !L->rc; k++) {
-        int nx = -1, more = k + 1 < cnt[s] || s + 1 < ns;
-        if (more) nx = k + 1 < cnt[s] ? seq[s] : seq[s + 1];
-        else if (i + 1 < n) { /* the first part of the next item */
-          spec_step nt = items[i + 1];
-          int nvs2 = nt.chunk * P + r, s2[3], c2[3];
-          if (part_seq(gp->counts[nvs2], nvs2 == 0, nvs2 == nvs - 1, nt.fwd, s2, c2)) nx = s2[0];
-        }
-        if (z_first) zero3_coll(L, gp, seq[s], 0), z_first = 0;
-        int ai = z.a[nx + 1][z_prev + 1], bi = z.b[nx + 1][z_prev + 1];
-        if (bi > ai) emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_ZERO3, .a = ai, .b = bi});
-        run_tmpl(L, g, &T[seq[s]][it.fwd], 1, agg);
-        if (bi > ai) emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_ZERO3, .ev = SIM_EV_DP});
-        z_prev = it.fwd ? -1 : seq[s];
-      }
+    if (z.on) {
+      /* ZeRO-3: the forward and the backward of a microbatch that follow each other (the last
+       * stage) as one schedule, the head between the passes; else each pass by itself */
+      int both = it.fwd && last && i + 1 < n && !items[i + 1].fwd && items[i + 1].mb == it.mb &&
+                 items[i + 1].chunk == it.chunk;
+      const tmpl *mid[2] = {last ? &T[P_HEAD][1] : NULL, last ? &T[P_HEAD][0] : NULL};
+      if (it.fwd && first) run_tmpl(L, g, &T[P_EMBED][1], 1, agg);
+      if (!it.fwd && last) run_tmpl(L, g, &T[P_HEAD][0], 1, agg);
+      zero3_run(L, gp, &z, gp->counts[vs], it.fwd, !it.fwd || both, both ? mid : NULL, agg);
+      if (it.fwd && last && !both) run_tmpl(L, g, &T[P_HEAD][1], 1, agg);
+      if ((!it.fwd || both) && first) run_tmpl(L, g, &T[P_EMBED][0], 1, agg);
+      if (both) i++, it = items[i];
+    } else {
+      int seq[3], cnt[3], ns = part_seq(gp->counts[vs], first, last, it.fwd, seq, cnt);
+      for (int s = 0; s < ns; s++) run_tmpl(L, g, &T[seq[s]][it.fwd], cnt[s], agg);
     }
     emit_agg(L, gp, agg);
     if (it.fwd && !last) emit_sends(L, g, &gp->next, 0);
     if (!it.fwd && !first) emit_sends(L, g, &gp->prev, 1);
   }
-  if (z.on && z_prev >= 0) zero3_coll(L, gp, z_prev, 1);
   emit_tail(L, gp, async_at);
   for (int part = 0; part < NPARTS; part++) free(T[part][0].ops), free(T[part][1].ops);
+  free(z.T[0].ops), free(z.T[1].ops);
+  cm_zero3_sched_free(&z.s);
 }
 
 /* Every GPU of the plan's layout: its groups (created in the layout's order, so group ids

@@ -286,10 +286,11 @@ static void reduced(void) {
   spec_plan_clear(&p);
 }
 
-/* ZeRO-3: every rank gathers each part's parameters before its forward and its backward and
- * reduce-scatters its gradients after the backward: per microbatch, twice and once the rank's
- * parameters, as the cost model charges (bf16 gathers; gradients at grad_comm_bytes); the
- * tail keeps only the optimizer (no gradient reduction, no parameter gather). */
+/* ZeRO-3: every rank runs, per microbatch, the collectives of the cost model's schedule
+ * (cm_zero3_plan_sched, the one cm_eval times) in its order: each module's all-gathers (bf16,
+ * over DP), the gradient buckets reduce-scattered when they fill, the last after the layers'
+ * backward; so its bytes are the cost model's totals. The embedding and the head gather
+ * nothing; the tail keeps only the optimizer (no gradient reduction, no parameter gather). */
 static void zero3(void) {
   be_plan *bp = NULL;
   cm_result res;
@@ -300,34 +301,55 @@ static void zero3(void) {
   CHECK(colls_match(bp));
   spec_model m;
   spec_cluster c;
+  spec_plan p;
+  memset(&p, 0, sizeof p);
   cm_model *cm = NULL;
   CHECK_EQ(spec_model_load("gpt3-1.3b", &m, &err), PP_OK);
   CHECK_EQ(spec_cluster_load("dgx-h100", 8, &c, &err), PP_OK);
+  CHECK_EQ(spec_plan_parse(plan, &p, &err), PP_OK);
+  CHECK_EQ(spec_plan_resolve(&p, &m, &c, &err), PP_OK);
   CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
-  cm_layer_profile pr;
-  CHECK_EQ(cm_layer_profile_get(cm, 2, 1, 1, 4, 1, 1, SPEC_RECOMPUTE_NONE, &pr), PP_OK);
-  /* the rank's parameters (tied: the head's are the embedding's), bf16 gathers */
-  double params = m.layers * pr.layer_params + pr.embed_params +
-                  (m.tied_embeddings ? 0 : pr.head_params);
-  double ag = 2 * params * 2, rs = params * cm_model_params(cm)->grad_comm_bytes;
+  cm_z3_sched z;
+  CHECK_EQ(cm_zero3_plan_sched(cm, &p, 0, m.layers, &z, &err), PP_OK);
+  CHECK(z.n == (long)m.layers * 8 && z.reduce == CM_REDUCE_SCATTER);
+  /* the schedule's collectives of one microbatch, in order: 1 gather, 2 reduce */
+  int cap = (int)z.n * 2 + 1, ne = 0, *kind = malloc((size_t)cap * sizeof *kind);
+  double *bytes = malloc((size_t)cap * sizeof *bytes), ag = 0, rs = 0;
+  for (long t = 0; t < z.n && kind && bytes; t++) {
+    for (int k = 0; k < z.mods[t].gathers; k++)
+      kind[ne] = 1, bytes[ne++] = z.mods[t].gather_bytes, ag += z.mods[t].gather_bytes;
+    if (z.mods[t].reduce_bytes > 0)
+      kind[ne] = 2, bytes[ne++] = z.mods[t].reduce_bytes, rs += z.mods[t].reduce_bytes;
+  }
+  if (kind && bytes && z.last_bytes > 0) kind[ne] = 2, bytes[ne++] = z.last_bytes, rs += z.last_bytes;
+  CHECK(ag > 0 && rs > 0 && ne > (int)z.n / 2);
   int mb = 8 / 4;
-  for (int r = 0; r < bp->nranks; r++) {
+  for (int r = 0; r < bp->nranks && kind && bytes; r++) {
     const be_prog *pg = &bp->progs[r];
     double g = 0, s = 0;
-    int grads = 0;
+    int grads = 0, at = 0, order = 1;
     for (int k = 0; k < pg->nops; k++) {
       const be_op *o = &pg->ops[k];
       if (o->kind != BE_OP_COLL || o->ev != BE_EV_DP) continue;
-      if (strcmp(o->name, "zero3_gather") == 0 && o->coll == CM_ALL_GATHER) g += o->bytes;
-      else if (strcmp(o->name, "zero3_reduce") == 0 && o->coll == CM_REDUCE_SCATTER) s += o->bytes;
+      int is = strcmp(o->name, "zero3_gather") == 0 && o->coll == CM_ALL_GATHER   ? 1
+               : strcmp(o->name, "zero3_reduce") == 0 && o->coll == CM_REDUCE_SCATTER ? 2
+                                                                                    : 0;
+      if (is == 1) g += o->bytes;
+      else if (is == 2) s += o->bytes;
       else grads++;
+      if (o->mb == 0) /* microbatch 0's, in the schedule's order */
+        order &= at < ne && kind[at] == is && bytes[at] == o->bytes, at++;
     }
+    CHECK(order && at == ne);
     CHECK_NEAR(g, mb * ag, 1e-9);
     CHECK_NEAR(s, mb * rs, 1e-9);
     CHECK_EQ(grads, 0);
     CHECK_EQ(pg->ops[pg->nops - 1].ev, BE_EV_OPTIMIZER);
   }
+  free(kind), free(bytes);
+  cm_zero3_sched_free(&z);
   cm_model_destroy(cm);
+  spec_plan_clear(&p);
   be_plan_free(bp);
 }
 

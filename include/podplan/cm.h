@@ -270,6 +270,47 @@ typedef struct cm_z3_unit {
 } cm_z3_unit;
 int cm_zero3_units(const cm_model *cm, const cm_stage_coef *s, cm_z3_unit *out);
 
+/* ZeRO-3's schedule of one microbatch on a rank of `layers` layers of a stage, as cm_eval
+ * times it (docs/models.md, "Pipeline, data-parallel tail"): every layer's forward modules,
+ * then every layer's backward modules in reverse (the recomputed forwards first under full
+ * recompute); the embedding and the LM head are not gathered and not in it. The simulator and
+ * the backend lower exactly these collectives. */
+typedef struct cm_z3_mod {
+  int pat;               /* its place in a layer: 0..nu-1 the forward's units, nu..nu+nb-1 the
+                            backward's modules (the recomputed forward's, then the backward's) */
+  int layer;
+  double comp_s;         /* its compute: its unit's share of the layer's pass */
+  int gathers;           /* all-gathers before it, one after another (0: none) */
+  double gather_bytes;   /* bytes of each (bf16, the rank's output buffer) */
+  spec_grp group;        /* SPEC_GRP_DP, or SPEC_GRP_EDP for an expert's */
+  double gather_extra_s; /* each: the copies around it (zero3.sync = 1), on the stream */
+  double host_s;         /* the host launching them (zero3.sync = 1) */
+  long issue;            /* the module whose start issues its gathers; itself when it is
+                            reached (sync: waited for in full; else when the module before
+                            ends) */
+  double reduce_bytes;   /* the gradient bucket reduced from its start on (0: none), on the
+                            stream behind its gathers, over the DP group */
+  double reduce_extra_s; /* the bucket's copies, on the stream */
+} cm_z3_mod;
+typedef struct cm_z3_sched {
+  int sync;              /* zero3.sync: module windows (device synchronised); else pipelined */
+  cm_coll reduce;        /* CM_REDUCE_SCATTER, or CM_ALL_REDUCE (zero3.grad_allreduce) */
+  int nu, nb;            /* modules of one layer's forward and backward */
+  int layers;            /* layers it is for */
+  long n;                /* modules: layers * (nu + nb) */
+  cm_z3_mod *mods;
+  double last_bytes, last_extra_s; /* the last bucket, after the backward, waited for */
+  double exposed_s;      /* what cm_eval charges per microbatch for it */
+} cm_z3_sched;
+/* Fills s (empty when the stage has no DP group or no layers). PP_NOMEM. */
+int cm_zero3_sched(const cm_model *cm, const cm_stage_coef *s, int layers, cm_z3_sched *out,
+                   pp_err *err);
+void cm_zero3_sched_free(cm_z3_sched *s);
+/* The schedule cm_eval walks for `layers` layers of stage `stage` of plan p (uniform plans:
+ * every stage alike, `stage` ignored). */
+int cm_zero3_plan_sched(cm_model *cm, const spec_plan *p, int stage, int layers,
+                        cm_z3_sched *out, pp_err *err);
+
 /* Time per microbatch of a stage of `layers` layers (first: it holds the embedding; last: the
  * LM head) under ZeRO stage `zero`: compute and exposed TP/CP/EP communication (and, under
  * ZeRO-3, the per-microbatch gathers the compute does not hide). */
@@ -410,14 +451,6 @@ double cm_lop_flops(const cm_lop *op);
  * ATTN at the forward attention efficiency; MEM at HBM bandwidth; COLL 0): the simulator uses
  * these as the shares of a part's compute time between its collectives. */
 double cm_lop_time(const cm_model *cm, const cm_lop *op);
-/* ZeRO-3's collectives of one part on one rank (group SPEC_GRP_DP), from the parameters of the
- * profile: forward, the all-gather of the part's parameters (bf16); backward, that all-gather
- * (out[0], before the part) and the reduce-scatter of its gradients (out[1], after it).
- * Returns the count (0 when the part holds no parameters of its own on this rank: the head
- * under tied embeddings uses the embedding's). */
-int cm_zero3_ops(const cm_model *cm, const cm_layer_profile *pr, cm_part part, int fwd,
-                 cm_lop *out);
-
 /* Time of one GEMM (m x n x k, the model's dtype) and its efficiency (fraction of peak). */
 double cm_gemm_time(const cm_model *cm, double m, double n, double k, double *eff);
 
