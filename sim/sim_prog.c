@@ -214,7 +214,6 @@ typedef struct lower {
   const spec_plan *p;
   pp_err *err;
   int rc;
-  int *twin, ntwin; /* per group: its twin for NVLS collectives (0: none yet) */
 } lower;
 
 /* Helper-actor slots (sim__op.slot). */
@@ -251,31 +250,6 @@ static int find_group(lower *L, const int *gpus, int n) {
   return id;
 }
 
-/* The twin of a group (the same members) its NVLS collectives run on: the relays post the
- * results of a collective as soon as the previous one is done, on the members' mailboxes of
- * the group, where they must not meet the group's ring flows. */
-static int nvls_twin(lower *L, int group) {
-  if (group >= L->ntwin) {
-    int n = 2 * group + 16, *t = realloc(L->twin, (size_t)n * sizeof *t);
-    if (!t) {
-      L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
-      return -1;
-    }
-    memset(t + L->ntwin, 0, (size_t)(n - L->ntwin) * sizeof *t);
-    L->twin = t, L->ntwin = n;
-  }
-  if (!L->twin[group]) {
-    const sim__group *g = &L->w->groups[group];
-    int id = sim__group_add(L->w, g->gpus, g->n, L->err); /* may move groups */
-    if (id < 0) {
-      L->rc = L->err->code;
-      return -1;
-    }
-    L->twin[group] = id;
-  }
-  return L->twin[group];
-}
-
 /* A collective with the algorithm the cost model (as NCCL) picks for the group; a
  * hierarchical all-reduce becomes a reduce-scatter inside each NVLink domain, an all-reduce
  * across domains among the members at the same position, and an all-gather inside. Returns
@@ -289,7 +263,6 @@ static int emit_coll(lower *L, int gpu, int group, cm_coll c, double bytes, sim_
   if (a != CM_ALGO_HIER) {
     int nvls = c != CM_ALL_TO_ALL && a == CM_ALGO_NVLS && g->relay_node;
     int member = member_of(g, gpu);
-    if (nvls) group = nvls_twin(L, group);
     if (group >= 0)
       emit(L, gpu, (sim__op){.kind = SIM__OP_COLL, .group = group, .coll = c, .algo = a,
                              .bytes = bytes, .member = member, .ev = ev});
@@ -361,9 +334,6 @@ typedef struct gpu_plan {
  * needs it. */
 typedef struct tmpl {
   int a, b;
-  sim__op *ops;     /* inline-only: its ops, kept out of the program (nops = b - a) */
-  int inline_only;  /* holds an NVLS collective: copied, not called (the relays count the
-                       group's NVLS collectives in its first member's op list) */
   /* ring-form collectives left out of the template in aggregated mode, per group kind: their
    * flow bytes per rank and latencies, run after the chunk as one OP_BATCH */
   double agg_flow[SPEC_NGRPS], agg_lat[SPEC_NGRPS];
@@ -425,7 +395,7 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
     return;
   }
   tb_flush(B);
-  B->t->inline_only |= emit_coll(B->L, B->gp->g, gid, c, bytes, grp_ev[k]);
+  emit_coll(B->L, B->gp->g, gid, c, bytes, grp_ev[k]);
 }
 
 /* The collective at ops[i], or in aggregated mode a run of NVLS collectives of one group and
@@ -470,7 +440,7 @@ static void tb_overlap(tb *B, spec_grp k, cm_coll c, double bytes, double beside
   sim__prog *pg = &L->w->prog[g];
   int at = pg->n;
   emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_LAYER, .a = at + 1});
-  B->t->inline_only |= emit_coll(L, g, B->gp->grp[k], c, bytes, grp_ev[k]);
+  emit_coll(L, g, B->gp->grp[k], c, bytes, grp_ev[k]);
   if (L->rc) return;
   pg->ops[at].b = pg->n;
   emit_sleep(L, g, beside, B->ev);
@@ -581,38 +551,21 @@ static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t,
   sim__prog *pg = &L->w->prog[gp->g];
   t->b = pg->n;
   for (; B.k < B.ncut; B.k++) bound[B.k] = t->b; /* rounding: at the end */
-  if (t->inline_only && !L->rc) { /* out of the program, so that the relays do not count it */
-    t->ops = malloc((size_t)(t->b - t->a + 1) * sizeof *t->ops);
-    if (!t->ops) {
-      L->rc = pp_err_set(L->err, PP_NOMEM, "sim: out of memory");
-      return;
-    }
-    memcpy(t->ops, pg->ops + t->a, (size_t)(t->b - t->a) * sizeof *t->ops);
-    pg->n = t->a;
-  }
 }
 
-/* Runs a template `count` times: one OP_CALL, one longer sleep when it is a single sleep, or
- * copies when it must be inline. Adds its aggregated collectives to agg. */
+/* Runs a template `count` times: one OP_CALL, or one longer sleep when it is a single sleep.
+ * Adds its aggregated collectives to agg. */
 static void run_tmpl(lower *L, int g, const tmpl *t, int count, double (*agg)[SPEC_NGRPS]) {
   sim__prog *pg = &L->w->prog[g];
   for (int k = 0; k < SPEC_NGRPS; k++)
     agg[0][k] += count * t->agg_flow[k], agg[1][k] += count * t->agg_lat[k];
   if (count <= 0 || t->b == t->a) return;
-  if (t->b == t->a + 1 && !t->inline_only && pg->ops[t->a].kind == SIM__OP_SLEEP) {
+  if (t->b == t->a + 1 && pg->ops[t->a].kind == SIM__OP_SLEEP) {
     sim__op o = pg->ops[t->a];
     o.t *= count;
     emit(L, g, o);
-  } else if (!t->inline_only) {
-    emit(L, g, (sim__op){.kind = SIM__OP_CALL, .a = t->a, .b = t->b, .count = count});
   } else {
-    for (int c = 0; c < count && !L->rc; c++)
-      for (int j = 0; j < t->b - t->a && !L->rc; j++) {
-        sim__op o = t->ops[j];
-        int d = pg->n - (t->a + j);
-        if (o.kind == SIM__OP_ASYNC) o.a += d, o.b += d;
-        emit(L, g, o);
-      }
+    emit(L, g, (sim__op){.kind = SIM__OP_CALL, .a = t->a, .b = t->b, .count = count});
   }
 }
 
@@ -653,8 +606,7 @@ static void zero3_build(lower *L, const gpu_plan *gp, zero3 *z) {
     build_tmpl(L, gp, P_LAYER, fwd, t, frac, n - 1, bound);
     for (int k = 0; k < n; k++) {
       int a = k ? bound[k - 1] : t->a, b = k + 1 < n ? bound[k] : t->b;
-      z->mod[lo + k] = (tmpl){.a = a, .b = b, .ops = t->ops ? t->ops + (a - t->a) : NULL,
-                              .inline_only = t->inline_only};
+      z->mod[lo + k] = (tmpl){.a = a, .b = b};
     }
   }
 }
@@ -908,8 +860,6 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
     if (!it.fwd && !first) emit_sends(L, g, &gp->prev, 1);
   }
   emit_tail(L, gp, async_at);
-  for (int part = 0; part < NPARTS; part++) free(T[part][0].ops), free(T[part][1].ops);
-  free(z.T[0].ops), free(z.T[1].ops);
   cm_zero3_sched_free(&z.s);
 }
 
@@ -974,11 +924,10 @@ static int lower_layout(lower *L, const spec_layout *lay) {
 }
 
 int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *err) {
-  lower L = {w, m, p, err, 0, NULL, 0};
+  lower L = {w, m, p, err, 0};
   spec_layout lay;
   if (spec_layout_build(p, m, w->ngpu, &lay, err)) return err->code;
   int rc = lower_layout(&L, &lay);
   spec_layout_free(&lay);
-  free(L.twin);
   return rc;
 }
