@@ -25,26 +25,28 @@
 #include "podplan/sim.h"
 #include "sim_plans.h"
 
-static int load(const char *model, const char *cluster, int gpus, const char *plan,
-                const char *params, spec_model *m, spec_plan *p, cm_model **cm, pp_err *err) {
+/* Loads a case, predicts it (pr) and simulates it (r); the caller clears p, cm and r. */
+static int score(const char *model, const char *cluster, int gpus, const char *plan,
+                 const char *params, const sim_opts *o, spec_plan *p, cm_model **cm,
+                 cm_result *pr, sim_result *r, pp_err *err) {
+  spec_model m;
   spec_cluster c;
   cm_params prm;
   cm_params_default(NULL, &prm);
-  return spec_model_load(model, m, err) || spec_cluster_load(cluster, gpus, &c, err) ||
+  return spec_model_load(model, &m, err) || spec_cluster_load(cluster, gpus, &c, err) ||
          (params && cm_params_apply(&prm, params, err)) || spec_plan_parse(plan, p, err) ||
-         spec_plan_resolve(p, m, &c, err) || cm_model_create(m, &c, &prm, cm, err);
+         spec_plan_resolve(p, &m, &c, err) || cm_model_create(&m, &c, &prm, cm, err) ||
+         cm_eval(*cm, p, pr, err) || sim_run(*cm, p, o, r, err);
 }
 
 static int one(const char *model, const char *cluster, int gpus, const char *plan, int per_layer) {
-  spec_model m;
   spec_plan p;
   pp_err err = {0};
   cm_model *cm = NULL;
   cm_result pr;
   sim_result r;
   sim_opts o = {.fidelity = SIM_FAST, .per_layer = per_layer};
-  if (load(model, cluster, gpus, plan, NULL, &m, &p, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
-      sim_run(cm, &p, &o, &r, &err)) {
+  if (score(model, cluster, gpus, plan, NULL, &o, &p, &cm, &pr, &r, &err)) {
     fprintf(stderr, "bench_sim: %s %s %d %s: %s\n", model, cluster, gpus, plan, err.msg);
     return 1;
   }
@@ -64,14 +66,12 @@ static int one(const char *model, const char *cluster, int gpus, const char *pla
 
 /* One row of the comparison table; returns 1 when an unshared plan is off by more than 3%. */
 static int row(int i, const sim_plan_case *k) {
-  spec_model m;
   spec_plan p;
   pp_err err = {0};
   cm_model *cm = NULL;
   cm_result pr;
   sim_result r;
-  if (load(k->model, k->cluster, k->gpus, k->plan, k->params, &m, &p, &cm, &err) ||
-      cm_eval(cm, &p, &pr, &err) || sim_run(cm, &p, NULL, &r, &err)) {
+  if (score(k->model, k->cluster, k->gpus, k->plan, k->params, NULL, &p, &cm, &pr, &r, &err)) {
     fprintf(stderr, "bench_sim: case %d: %s\n", i + 1, err.msg);
     return 1;
   }

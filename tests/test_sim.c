@@ -10,29 +10,8 @@
 
 #include "check.h"
 #include "podplan/sim.h"
+#include "simtest.h"
 #include "testutil.h"
-
-static spec_cluster cluster(const char *name, int gpus) {
-  spec_cluster c;
-  pp_err err = {0};
-  if (spec_cluster_load(name, gpus, &c, &err)) {
-    fprintf(stderr, "%s\n", err.msg);
-    abort();
-  }
-  return c;
-}
-
-/* The cost model collectives run with: any model (collectives need none) on c with p. */
-static cm_model *coll_model(const spec_cluster *c, const cm_params *p) {
-  spec_model m;
-  cm_model *cm = NULL;
-  pp_err err = {0};
-  if (spec_model_load("gpt3-175b", &m, &err) || cm_model_create(&m, c, p, &cm, &err)) {
-    fprintf(stderr, "%s\n", err.msg);
-    abort();
-  }
-  return cm;
-}
 
 /* Where no two groups share a link, an iteration simulates to the cost model's time. */
 static void agreement(void) {

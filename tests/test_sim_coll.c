@@ -13,16 +13,7 @@
 
 #include "check.h"
 #include "podplan/sim.h"
-
-static spec_cluster cluster(const char *name, int gpus) {
-  spec_cluster c;
-  pp_err err = {0};
-  if (spec_cluster_load(name, gpus, &c, &err)) {
-    fprintf(stderr, "%s\n", err.msg);
-    abort();
-  }
-  return c;
-}
+#include "simtest.h"
 
 /* Alpha-beta parameters for hand answers: no ramp (half size 1 byte, gamma 5) and no fixed
  * latency for ring and tree; NVLS keeps its 4 us fixed latency (the step form takes its
@@ -36,18 +27,6 @@ static cm_params pure(void) {
                                "nvls.half_bytes=1,nvls.gamma=5,nvls.base_us=4", &err);
   assert(rc == PP_OK);
   return p;
-}
-
-/* The cost model collectives run with: any model (collectives need none) on c with p. */
-static cm_model *coll_model(const spec_cluster *c, const cm_params *p) {
-  spec_model m;
-  cm_model *cm = NULL;
-  pp_err err = {0};
-  if (spec_model_load("gpt3-175b", &m, &err) || cm_model_create(&m, c, p, &cm, &err)) {
-    fprintf(stderr, "%s\n", err.msg);
-    abort();
-  }
-  return cm;
 }
 
 static void run(const spec_cluster *c, const cm_params *p, sim_coll_job *j, int n,
