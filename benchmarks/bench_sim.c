@@ -6,7 +6,9 @@
  *   2. Llama-3 70B on the 256-GPU h100-nvl256 domain (target: <= 2 s);
  *   3. scaling: GPT-3 175B with TP=8 PP=8 and 16 microbatches on 64 .. 4096 GPUs of dgx-h100.
  * Each run at the fast fidelity with the ring-form collectives of a chunk aggregated (the
- * default) and, with --per-layer, with every collective of every layer simulated by itself.
+ * default) and, with --per-layer, with every collective of every layer simulated by itself;
+ * --all-flows runs every ring as SimGrid flows, even the private ones (sim_opts.all_flows: the
+ * same simulated times, the wall time without that shortcut).
  * Reported per run: wall seconds (fork, platform writing and loading included), peak resident
  * memory of the simulating process, simulated messages, and messages per wall second.
  * Before reporting, each run is checked against the cost model: with few links shared the two
@@ -16,7 +18,7 @@
  *   preset; uniform and non-uniform; TP/SP/CP/EP/PP/ZeRO), with each level's mean and maximum
  *   link utilisation; the plans not held to 3% say why.
  *
- * usage: bench_sim [--max-gpus N] [--per-layer] [--table]   (default 4096) */
+ * usage: bench_sim [--max-gpus N] [--per-layer] [--all-flows] [--table]   (default 4096) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +41,14 @@ static int score(const char *model, const char *cluster, int gpus, const char *p
          cm_eval(*cm, p, pr, err) || sim_run(*cm, p, o, r, err);
 }
 
-static int one(const char *model, const char *cluster, int gpus, const char *plan, int per_layer) {
+static int one(const char *model, const char *cluster, int gpus, const char *plan, int per_layer,
+               int all_flows) {
   spec_plan p;
   pp_err err = {0};
   cm_model *cm = NULL;
   cm_result pr;
   sim_result r;
-  sim_opts o = {.fidelity = SIM_FAST, .per_layer = per_layer};
+  sim_opts o = {.fidelity = SIM_FAST, .per_layer = per_layer, .all_flows = all_flows};
   if (score(model, cluster, gpus, plan, NULL, &o, &p, &cm, &pr, &r, &err)) {
     fprintf(stderr, "bench_sim: %s %s %d %s: %s\n", model, cluster, gpus, plan, err.msg);
     return 1;
@@ -93,13 +96,14 @@ static int row(int i, const sim_plan_case *k) {
 }
 
 int main(int argc, char **argv) {
-  int max = 4096, per_layer = 0, table = 0;
+  int max = 4096, per_layer = 0, table = 0, all_flows = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--max-gpus") == 0 && i + 1 < argc) max = atoi(argv[++i]);
     else if (strcmp(argv[i], "--per-layer") == 0) per_layer = 1;
+    else if (strcmp(argv[i], "--all-flows") == 0) all_flows = 1;
     else if (strcmp(argv[i], "--table") == 0) table = 1;
     else {
-      fprintf(stderr, "usage: bench_sim [--max-gpus N] [--per-layer] [--table]\n");
+      fprintf(stderr, "usage: bench_sim [--max-gpus N] [--per-layer] [--all-flows] [--table]\n");
       return 2;
     }
   }
@@ -110,16 +114,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < SIM_PLAN_NCASES; i++) bad |= row(i, &sim_plan_cases[i]);
     return bad;
   }
-  printf("bench_sim: targets (%s)\n", per_layer ? "every collective of every layer" :
-                                                  "ring-form collectives aggregated per chunk");
-  bad |= one("gpt3-175b", "dgx-h100", 1024, "tp=8,pp=16,dp=8,mbs=1,gbs=1536,sp=1,recompute=selective,zero=1", per_layer);
-  bad |= one("llama3-70b", "h100-nvl256", 256, "tp=8,pp=4,mbs=1,gbs=256,sp=1,recompute=selective,zero=1", per_layer);
+  printf("bench_sim: targets (%s%s)\n", per_layer ? "every collective of every layer" :
+                                                  "ring-form collectives aggregated per chunk",
+         all_flows ? "; every ring as SimGrid flows" : "");
+  bad |= one("gpt3-175b", "dgx-h100", 1024, "tp=8,pp=16,dp=8,mbs=1,gbs=1536,sp=1,recompute=selective,zero=1", per_layer, all_flows);
+  bad |= one("llama3-70b", "h100-nvl256", 256, "tp=8,pp=4,mbs=1,gbs=256,sp=1,recompute=selective,zero=1", per_layer, all_flows);
   printf("bench_sim: scaling (16 microbatches)\n");
   for (int g = 64; g <= max; g *= 2) {
     char plan[128];
     snprintf(plan, sizeof plan, "tp=8,pp=8,mbs=1,gbs=%d,sp=1,recompute=selective,zero=1",
              16 * (g / 64));
-    bad |= one("gpt3-175b", "dgx-h100", g, plan, per_layer);
+    bad |= one("gpt3-175b", "dgx-h100", g, plan, per_layer, all_flows);
   }
   return bad;
 }

@@ -29,7 +29,9 @@
  *   hierarchical all-reduce: reduce-scatter inside each NVLink domain, all-reduce of 1/n_in of
  *     the buffer among the members at the same position of every domain (the algorithm the
  *     cost model picks for that group), all-gather inside; each part in the fidelity's form.
- * Messages to one mailbox keep their order, so every (group, member, channel) has its own. */
+ * Messages to one mailbox keep their order, so every (group, member, channel) has its own.
+ * A group's ring whose link directions no other flow crosses (sim__mark_private) runs its
+ * steps without messages, with the times its flows would take (priv_step). */
 #include <math.h>
 #include <stdarg.h>
 #include <simgrid/actor.h>
@@ -37,6 +39,7 @@
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
+#include <simgrid/semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,8 +90,6 @@ static double lat_of(const sim__world *w, cm_coll c, cm_algo a, double bytes, co
   return t > 0 ? t : 0;
 }
 
-/* ---- rings ------------------------------------------------------------------------------- */
-
 /* A ring over some GPUs: the group's own (its channels) or a part of a hierarchical one. */
 typedef struct rview {
   int n, me;          /* members, this actor's index */
@@ -97,6 +98,7 @@ typedef struct rview {
   const int *succ;    /* [ch * n + member] -> member it sends to; NULL: member + 1 */
   char tag;           /* mailbox namespace: 'g' the group's ring, 'i'/'o' hierarchical parts */
   int id, sub;        /* group, and which part */
+  sg_mailbox_t *box;  /* the group's ring: its cache of mailboxes ([ch * n + m]); else NULL */
 } rview;
 
 static int succ_of(const rview *r, int ch, int m) {
@@ -104,29 +106,142 @@ static int succ_of(const rview *r, int ch, int m) {
 }
 
 static sg_mailbox_t ring_box(const rview *r, int m, int ch) {
+  sg_mailbox_t *slot = r->box ? &r->box[ch * r->n + m] : NULL;
+  if (slot && *slot) return *slot;
   char fmt[] = "?%d.%d.%d.%d";
   fmt[0] = r->tag;
-  return mbox(fmt, r->id, r->sub, m, ch);
+  sg_mailbox_t b = mbox(fmt, r->id, r->sub, m, ch);
+  if (slot) *slot = b;
+  return b;
 }
 
+/* ---- private rings: no SimGrid flows -------------------------------------------------------- */
+
+/* A private ring's flows (sim__mark_private) cross link directions no other flow crosses, one
+ * flow each: member m's flow to its successor starts when both have arrived at the step (as a
+ * SimGrid message starts when its send and receive are both posted) and lasts bytes * spb,
+ * whatever else runs. So a member waits until its neighbours have arrived (on its semaphore,
+ * woken by the last of them), then sleeps until its own flows and the flows into it are done:
+ * the times SimGrid's flows give, without its work per message (a route, the sharing solver).
+ * A neighbour is at most one step ahead, so two arrival times per member suffice. */
+typedef struct sim__priv {
+  long *cnt;      /* [m] the step m has arrived at (counting every step of every collective) */
+  long *waiting;  /* [m] the step at which m waits for its neighbours; 0 none */
+  double *arrive; /* [2 m + step % 2] when m arrived there */
+  sg_sem_t *sem;  /* [m] */
+  double *sent;   /* [ch * n + m] bytes m has sent in channel ch (link loads) */
+} sim__priv;
+
+static sim__priv *priv_of(sim__group *g) {
+  if (!g->run) {
+    sim__priv *p = calloc(1, sizeof *p);
+    if (!p) abort(); /* the child reports a crash as a failed run */
+    p->cnt = calloc((size_t)g->n, sizeof *p->cnt);
+    p->waiting = calloc((size_t)g->n, sizeof *p->waiting);
+    p->arrive = calloc((size_t)2 * g->n, sizeof *p->arrive);
+    p->sem = malloc((size_t)g->n * sizeof *p->sem);
+    p->sent = calloc((size_t)g->n * g->nch, sizeof *p->sent);
+    if (!p->cnt || !p->waiting || !p->arrive || !p->sem || !p->sent) abort();
+    for (int m = 0; m < g->n; m++) p->sem[m] = sg_sem_init(0);
+    g->run = p;
+  }
+  return g->run;
+}
+
+/* 1 when every neighbour of m (in every channel) has arrived at step k. */
+static int neighbours_in(const sim__group *g, const sim__priv *p, int m, long k) {
+  for (int ch = 0; ch < g->nch; ch++)
+    if (p->cnt[g->pred[ch * g->n + m]] < k || p->cnt[g->succ[ch * g->n + m]] < k) return 0;
+  return 1;
+}
+
+static void wake_if_ready(const sim__group *g, sim__priv *p, int x, long k) {
+  if (p->waiting[x] == k && neighbours_in(g, p, x, k)) {
+    p->waiting[x] = 0;
+    sg_sem_release(p->sem[x]);
+  }
+}
+
+/* Returns the seconds left until the member's flows are done (the caller sleeps them). */
+static double priv_step(sim__world *w, sim__group *g, int me, double bytes) {
+  sim__priv *p = priv_of(g);
+  int n = g->n;
+  long k = ++p->cnt[me];
+  int par = (int)(k & 1);
+  p->arrive[2 * me + par] = simgrid_get_clock();
+  for (int ch = 0; ch < g->nch; ch++) {
+    p->sent[ch * n + me] += bytes;
+    w->messages++;
+    wake_if_ready(g, p, g->pred[ch * n + me], k);
+    wake_if_ready(g, p, g->succ[ch * n + me], k);
+  }
+  if (!neighbours_in(g, p, me, k)) {
+    p->waiting[me] = k;
+    sg_sem_acquire(p->sem[me]);
+  }
+  double a = p->arrive[2 * me + par], end = a;
+  for (int ch = 0; ch < g->nch; ch++) {
+    int pr = g->pred[ch * n + me], su = g->succ[ch * n + me];
+    double ap = p->arrive[2 * pr + par], as = p->arrive[2 * su + par];
+    double in = (ap > a ? ap : a) + bytes * g->spb[ch * n + pr];
+    double out = (as > a ? as : a) + bytes * g->spb[ch * n + me];
+    end = in > end ? in : end;
+    end = out > end ? out : end;
+  }
+  double left = end - simgrid_get_clock();
+  return left > 0 ? left : 0;
+}
+
+void sim__private_done(sim__world *w) {
+  const sim__topo *t = &w->topo;
+  sim__hop h[SIM__MAXHOPS];
+  for (int i = 0; i < w->ngroups; i++) {
+    sim__group *g = &w->groups[i];
+    sim__priv *p = g->run;
+    if (!p) continue;
+    for (int f = 0; f < g->n * g->nch && w->link_bytes; f++) {
+      int m = f % g->n, s = g->succ[f];
+      int nh = s == m ? 0 : sim__route(t, g->gpus[m], g->gpus[s], h);
+      for (int j = 0; j < nh && j < SIM__MAXHOPS; j++)
+        w->link_bytes[sim__hop_key(t, &h[j])] += p->sent[f];
+    }
+    for (int m = 0; m < g->n; m++) sg_sem_destroy(p->sem[m]);
+    free(p->cnt), free(p->waiting), free(p->arrive), free(p->sem), free(p->sent), free(p);
+    g->run = NULL;
+  }
+}
+
+/* ---- rings ----------------------------------------------------------------------------------- */
+
 /* `flow` bytes per rank in total, split over channels and `steps` messages per channel; the
- * members advance a step together (each waits for its predecessor's chunk). */
-static void ring_flows(sim__world *w, const rview *r, double flow, int steps, double hop_s) {
+ * members advance a step together (each waits for its predecessor's chunk), with hop_s after
+ * each step. A group's private ring runs without SimGrid flows (above). Returns the seconds
+ * the caller still has to sleep (the last step's, which an OP_BATCH's actor adds to the delay
+ * it sleeps later). */
+static double ring_flows(sim__world *w, const rview *r, double flow, int steps, double hop_s) {
   enum { MAXCH = 64 };
   sg_comm_t comms[2 * MAXCH];
   void *data;
   int nch = r->nch > MAXCH ? MAXCH : r->nch, me = r->gpus[r->me];
+  sim__group *pg = r->box && w->groups[r->id].spb ? &w->groups[r->id] : NULL;
   for (int s = 0; s < steps; s++) {
-    size_t k = 0;
-    for (int ch = 0; ch < nch; ch++) {
-      int succ = succ_of(r, ch, r->me);
-      if (succ == r->me) continue;
-      comms[k++] = sg_mailbox_get_async(ring_box(r, r->me, ch), &data);
-      comms[k++] = sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow / nch / steps);
+    double left = 0;
+    if (pg) {
+      left = priv_step(w, pg, r->me, flow / pg->nch / steps);
+    } else {
+      size_t k = 0;
+      for (int ch = 0; ch < nch; ch++) {
+        int succ = succ_of(r, ch, r->me);
+        if (succ == r->me) continue;
+        comms[k++] = sg_mailbox_get_async(ring_box(r, r->me, ch), &data);
+        comms[k++] = sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow / nch / steps);
+      }
+      wait_all(comms, k);
     }
-    wait_all(comms, k);
-    sleep_for(hop_s);
+    if (s == steps - 1) return left + hop_s;
+    sleep_for(left + hop_s);
   }
+  return 0;
 }
 
 /* Ring steps of a collective (all-reduce 2(n-1), send/recv 1, the others n-1). */
@@ -151,16 +266,21 @@ static void ring_run(sim__world *w, const rview *r, const cm_place *pl, cm_coll 
     double base = cm_model_params(w->cm)->algo[a].base_us * 1e-6;
     if (base > p.lat_s) base = p.lat_s;
     sleep_for(base);
-    ring_flows(w, r, flow, steps, (p.lat_s - base) / steps);
+    sleep_for(ring_flows(w, r, flow, steps, (p.lat_s - base) / steps));
   } else {
-    ring_flows(w, r, flow, 1, 0);
-    sleep_for(p.lat_s);
+    sleep_for(ring_flows(w, r, flow, 1, 0) + p.lat_s);
   }
 }
 
-static rview group_ring(const sim__world *w, int gi, int member) {
-  const sim__group *g = &w->groups[gi];
-  return (rview){g->n, member, g->gpus, g->nch, g->succ, 'g', gi, 0};
+/* The group's ring; its mailbox cache is made on first use (a group's members run in one
+ * process, one actor at a time). */
+static rview group_ring(sim__world *w, int gi, int member) {
+  sim__group *g = &w->groups[gi];
+  if (!g->box) {
+    g->box = calloc((size_t)g->n * (g->nch > 0 ? g->nch : 1), sizeof *g->box);
+    if (!g->box) abort(); /* the child reports a crash as a failed run */
+  }
+  return (rview){g->n, member, g->gpus, g->nch, g->succ, 'g', gi, 0, g->box};
 }
 
 static void coll_ring(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
@@ -168,11 +288,10 @@ static void coll_ring(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
   ring_run(w, &r, &w->groups[gi].pl, c, a, bytes);
 }
 
-void sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes, double delay) {
+double sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes) {
   const sim__group *g = &w->groups[gi];
   rview r = group_ring(w, gi, member);
-  if (g->n > 1 && flow_bytes > 0) ring_flows(w, &r, flow_bytes, 1, 0);
-  sleep_for(delay);
+  return g->n > 1 && flow_bytes > 0 ? ring_flows(w, &r, flow_bytes, 1, 0) : 0;
 }
 
 /* ---- all-to-all --------------------------------------------------------------------------- */
@@ -547,8 +666,8 @@ static void coll_hier(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
   cm_place pin, pout;
   cm_place_list(w->cm, in, nin, &pin);
   cm_place_list(w->cm, out, nout, &pout);
-  rview rin = {nin, pos, in, 1, NULL, 'i', gi, mydom};
-  rview rout = {nout, oi, out, 1, NULL, 'o', gi, pos};
+  rview rin = {nin, pos, in, 1, NULL, 'i', gi, mydom, NULL};
+  rview rout = {nout, oi, out, 1, NULL, 'o', gi, pos, NULL};
   (void)di;
   cm_algo ao = CM_ALGO_RING;
   cm_coll_best(w->cm, CM_ALL_REDUCE, bytes / nin, &pout, &ao);

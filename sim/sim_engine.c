@@ -38,6 +38,12 @@ void sim_result_clear(sim_result *r) {
 
 /* ---- the actors ------------------------------------------------------------------------------ */
 
+enum { P2P_CACHE = 4 };
+typedef struct p2p_cached {
+  int ev, src, dst;
+  sg_mailbox_t box;
+} p2p_cached;
+
 typedef struct gpu_actor {
   sim__world *w;
   int gpu;
@@ -45,6 +51,9 @@ typedef struct gpu_actor {
   int helper;                 /* 1: runs a delegated range (overlapped communication) */
   int mb, chunk;              /* the events' microbatch and model chunk (OP_BEGIN) */
   long last_ev;               /* its last event (merged with the next when contiguous) */
+  double pending;             /* delays not slept yet (flush()) */
+  p2p_cached p2p[P2P_CACHE];  /* its last pipeline mailboxes (p2p_box()) */
+  int p2p_next;
   int skip_a[SIM__SLOTS], skip_b[SIM__SLOTS]; /* ranges given to helpers, further on */
   sg_actor_t helpers[SIM__SLOTS];
 } gpu_actor;
@@ -89,12 +98,38 @@ static void start_helper(gpu_actor *ga, const sim__op *o) {
   ga->helpers[o->slot] = a;
 }
 
+/* Delays (compute, latencies) are not slept one by one: they add up in ga->pending and are
+ * slept at once before the actor next deals with another actor (a message, a collective, a
+ * helper, a semaphore) or ends. No one sees a sleeping actor, so the run's times do not change,
+ * only how often SimGrid wakes the actor: at most once between two such ops. */
+static double now(const gpu_actor *ga) { return simgrid_get_clock() + ga->pending; }
+
+static void flush(gpu_actor *ga) {
+  if (ga->pending > 0) sg_actor_sleep_for(ga->pending);
+  ga->pending = 0;
+}
+
+/* The mailbox of a pipeline send or receive: from the op, else from the actor's few last
+ * ones (a stage talks to two neighbours, forward and backward), else by name. */
+static sg_mailbox_t p2p_box(gpu_actor *ga, sim__op *o, int src, int dst) {
+  if (o->box) return o->box;
+  for (int k = 0; k < P2P_CACHE; k++) {
+    const p2p_cached *c = &ga->p2p[k];
+    if (c->box && c->ev == o->ev && c->src == src && c->dst == dst) return o->box = c->box;
+  }
+  char name[48];
+  snprintf(name, sizeof name, "p%d.%d.%d", o->ev, src, dst);
+  o->box = sg_mailbox_by_name(name);
+  ga->p2p[ga->p2p_next] = (p2p_cached){o->ev, src, dst, o->box};
+  ga->p2p_next = (ga->p2p_next + 1) % P2P_CACHE;
+  return o->box;
+}
+
 static void exec_range(gpu_actor *ga, int from, int to) {
   sim__world *w = ga->w;
   int gpu = ga->gpu;
   sim__prog *pg = &w->prog[gpu];
   int host = w->host_of ? w->host_of[gpu] : gpu;
-  char name[64];
   void *data;
   for (int i = from; i < to; i++) {
     for (int s = 0; s < SIM__SLOTS && !ga->helper; s++)
@@ -104,39 +139,49 @@ static void exec_range(gpu_actor *ga, int from, int to) {
         s = -1; /* the next op may start another delegated range */
       }
     if (i >= to) break;
-    const sim__op *o = &pg->ops[i];
-    double t0 = simgrid_get_clock();
+    sim__op *o = &pg->ops[i];
+    double t0;
     switch (o->kind) {
     case SIM__OP_SLEEP:
-      sg_actor_sleep_for(o->t);
-      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
+      t0 = now(ga);
+      ga->pending += o->t;
+      record(ga, (sim_ev_kind)o->ev, t0, now(ga));
       break;
     case SIM__OP_COLL:
+      flush(ga);
+      t0 = simgrid_get_clock();
       sim__coll_exec(w, o->group, o->member, o->coll, o->algo, o->bytes);
       record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
       break;
     case SIM__OP_BATCH:
-      sim__batch_exec(w, o->group, o->member, o->bytes, o->t);
-      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
+      flush(ga);
+      t0 = simgrid_get_clock();
+      ga->pending += sim__batch_exec(w, o->group, o->member, o->bytes);
+      ga->pending += o->t > 0 ? o->t : 0;
+      record(ga, (sim_ev_kind)o->ev, t0, now(ga));
       break;
     case SIM__OP_SEND:
-      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, host, o->peer);
-      sim__put_detached(w, host, o->peer, sg_mailbox_by_name(name), o->bytes);
+      flush(ga);
+      sim__put_detached(w, host, o->peer, p2p_box(ga, o, host, o->peer), o->bytes);
       break;
     case SIM__OP_RECV: {
-      snprintf(name, sizeof name, "p%d.%d.%d", o->ev, o->peer, host);
-      sg_comm_t c = sg_mailbox_get_async(sg_mailbox_by_name(name), &data);
+      flush(ga);
+      t0 = simgrid_get_clock();
+      sg_comm_t c = sg_mailbox_get_async(p2p_box(ga, o, o->peer, host), &data);
       sg_comm_wait(c);
-      if (o->t > 0) sg_actor_sleep_for(o->t); /* the transfer's latency */
-      record(ga, SIM_EV_P2P, t0, simgrid_get_clock());
+      ga->pending += o->t > 0 ? o->t : 0; /* the transfer's latency */
+      record(ga, SIM_EV_P2P, t0, now(ga));
       break;
     }
     case SIM__OP_ASYNC:
+      flush(ga);
       start_helper(ga, o);
       if (o->a == i + 1) i = o->b - 1; /* the range follows: go on after it */
       else if (o->a > i) ga->skip_a[o->slot] = o->a, ga->skip_b[o->slot] = o->b;
       break;
     case SIM__OP_JOIN:
+      flush(ga);
+      t0 = simgrid_get_clock();
       if (ga->helpers[o->slot]) {
         sg_actor_join(ga->helpers[o->slot], -1);
         sg_actor_unref(ga->helpers[o->slot]);
@@ -148,8 +193,13 @@ static void exec_range(gpu_actor *ga, int from, int to) {
       for (int k = 0; k < o->count; k++) exec_range(ga, o->a, o->b);
       break;
     case SIM__OP_BEGIN: ga->mb = o->mb, ga->chunk = o->chunk; break;
-    case SIM__OP_POST: sg_sem_release(w->sems[gpu * SIM__SEMS + o->slot]); break;
+    case SIM__OP_POST:
+      flush(ga);
+      sg_sem_release(w->sems[gpu * SIM__SEMS + o->slot]);
+      break;
     case SIM__OP_WAIT:
+      flush(ga);
+      t0 = simgrid_get_clock();
       sg_sem_acquire(w->sems[gpu * SIM__SEMS + o->slot]);
       if (!ga->helper) record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock()); /* idle: no event */
       break;
@@ -161,6 +211,7 @@ static void gpu_main(int argc, char **argv) {
   (void)argc, (void)argv;
   gpu_actor *ga = sg_actor_self_get_data();
   exec_range(ga, ga->a, ga->b);
+  flush(ga);
   if (!ga->helper) ga->w->gpu_end[ga->gpu] = simgrid_get_clock();
   free(ga);
 }
@@ -181,6 +232,7 @@ void sim__run_world(sim__world *w) {
     sg_actor_start_(a, gpu_main, 0, NULL);
   }
   simgrid_run();
+  sim__private_done(w);
   for (int i = 0; i < w->ngpu * SIM__SEMS; i++) sg_sem_destroy(w->sems[i]);
   free(w->sems);
   w->sems = NULL;
@@ -252,7 +304,8 @@ static void track_links(int argc, char **argv) {
 }
 
 /* Utilisation of each level: the bytes SimGrid's link-load plugin saw each link direction
- * carry, over (bandwidth * time); the mean over the level's link directions and the largest. */
+ * carry, plus those of the private rings (sim__private_done), over (bandwidth * time); the
+ * mean over the level's link directions and the largest. */
 static void utilisation(sim__world *w, wire *h) {
   int cnt[CM_NLEVELS] = {0};
   for (int l = 0; l < w->topo.nlinks; l++) {
@@ -262,8 +315,7 @@ static void utilisation(sim__world *w, wire *h) {
     double bw = sim__link_bw(&w->topo, l);
     h->levels_present |= 1 << lv;
     for (int d = 0; d < nd; d++) {
-      double bytes = sg_link_get_cum_load(sl[d]);
-      w->link_bytes[2 * l + d] = bytes;
+      double bytes = w->link_bytes[2 * l + d] += sg_link_get_cum_load(sl[d]); /* + private rings' */
       double u = bw > 0 && h->end_time > 0 ? bytes / (bw * h->end_time) : 0;
       h->util_mean[lv] += u;
       cnt[lv]++;
@@ -356,7 +408,7 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
   FILE *f = NULL;
   char *part = NULL;
   int logfd = -1;
-  if (sim__collect_pairs(w, &pairs, err)) {
+  if (sim__collect_pairs(w, &pairs, err) || sim__mark_private(w, err)) {
     rc = err->code;
     goto done;
   }
@@ -524,7 +576,7 @@ static int world_init(sim__world *w, cm_model *cm, sim_fidelity fid, int ngpu, p
 
 int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *out,
             pp_err *err) {
-  sim_opts dflt = {SIM_FAST, NULL, 0, 0};
+  sim_opts dflt = {SIM_FAST, NULL, 0, 0, 0};
   if (!o) o = &dflt;
   memset(out, 0, sizeof *out);
   const spec_model *m = cm_model_spec(cm);
@@ -533,6 +585,7 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   if (!rc) {
     w.want_events = o->events;
     w.per_layer = o->per_layer || o->fidelity == SIM_STEP;
+    w.all_flows = o->all_flows;
     rc = sim__lower(&w, m, plan, err);
   }
   if (!rc && !has_work(&w))

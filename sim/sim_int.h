@@ -50,6 +50,9 @@ int sim__nvs_of(const sim__topo *t, int gpu, int domain_level);
 /* The route between two hosts (at most SIM__MAXHOPS hops); returns the number of hops. */
 #define SIM__MAXHOPS 64
 int sim__route(const sim__topo *t, int src, int dst, sim__hop *hops);
+/* A hop's link direction as an index: [2 l] UP (or a torus link), [2 l + 1] DOWN (the order of
+ * sim__world.link_bytes). */
+int sim__hop_key(const sim__topo *t, const sim__hop *h);
 
 /* The set of (src, dst) host pairs a run needs routes for. */
 typedef struct sim__pairs {
@@ -73,6 +76,13 @@ typedef struct sim__group {
   int *succ;         /* [ch * n + member]: the member it sends to in channel ch */
   int relay_node, relay_dom; /* NVLS: 1 when relays at those levels serve this group */
   int actor0;        /* the program that runs member 0's collectives (its GPU by default) */
+  sg_mailbox_t *box; /* in the run: [ch * n + member] the ring mailbox a member receives on in
+                        channel ch, looked up on first use (sim_coll.c) */
+  /* A private ring (sim__mark_private): no other flow of the run, and no other flow of the
+   * ring, crosses a link direction its flows cross. NULL otherwise. */
+  double *spb;       /* [ch * n + m]: seconds per byte of m's flow to its successor */
+  int *pred;         /* [ch * n + m]: the member that sends to m in channel ch */
+  struct sim__priv *run; /* in the run: its state (sim_coll.c) */
 } sim__group;
 
 typedef enum {
@@ -109,6 +119,7 @@ typedef struct sim__op {
   int ev;              /* sim_ev_kind of SLEEP/COLL/BATCH/JOIN; OP_SEND/RECV: 0 fwd, 1 bwd */
   int member;          /* OP_COLL, OP_BATCH: this GPU's index in the group */
   int mb, chunk;       /* OP_BEGIN */
+  sg_mailbox_t box;    /* OP_SEND/RECV in the run: the pair's mailbox, looked up on first use */
 } sim__op;
 
 typedef struct sim__prog {
@@ -128,6 +139,7 @@ typedef struct sim__world {
   sim_fidelity fidelity;
   int per_layer;      /* sim_opts.per_layer (always 1 at SIM_STEP) */
   int want_events;
+  int all_flows;      /* sim_opts.all_flows */
   /* filled by the run */
   sim_event *events;
   size_t nevents, capevents;
@@ -145,6 +157,8 @@ int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err);
 void sim__world_free(sim__world *w);
 /* Every (src, dst) pair the programs and collectives will use. */
 int sim__collect_pairs(const sim__world *w, sim__pairs *pairs, pp_err *err);
+/* Finds the private rings (sim__group.spb) unless w->all_flows. */
+int sim__mark_private(sim__world *w, pp_err *err);
 
 /* Lowers a plan to per-GPU programs. */
 int sim__lower(sim__world *w, const spec_model *m, const spec_plan *p, pp_err *err);
@@ -160,7 +174,12 @@ sg_comm_t sim__put(sim__world *w, int src, int dst, sg_mailbox_t mb, double byte
 void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
 /* The collective a member of a group runs (inside its actor). */
 void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes);
-void sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes, double delay);
+/* After the run: adds the bytes private rings sent to link_bytes ([2 l] UP, [2 l + 1] DOWN),
+ * frees their run state. */
+void sim__private_done(sim__world *w);
+/* The ring flows of an OP_BATCH; returns the seconds until they are done that the caller has
+ * to sleep (with the op's delay, which sim_engine.c defers too). */
+double sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes);
 /* 1 when collective c can run with NVLS on group gi (inside one NVLink domain whose switches
  * reduce, and priced by the cost model); else sim__coll_exec runs it as a ring. */
 int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);

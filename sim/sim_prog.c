@@ -143,6 +143,9 @@ int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err) {
 
 void sim__world_free(sim__world *w) {
   for (int i = 0; i < w->ngroups; i++) {
+    free(w->groups[i].box);
+    free(w->groups[i].spb);
+    free(w->groups[i].pred);
     free(w->groups[i].succ);
     free(w->groups[i].gpus);
   }
@@ -180,13 +183,14 @@ static int group_pairs(const sim__world *w, const sim__group *g, unsigned use, s
   return rc;
 }
 
-int sim__collect_pairs(const sim__world *w, sim__pairs *pp, pp_err *err) {
-  unsigned *use = calloc((size_t)w->ngroups + 1, sizeof *use);
-  if (!use) return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+/* What each group runs (USE_* bits, from the programs' ops) and, into p2p, the pairs of the
+ * pipeline's sends. Returns nonzero when out of memory. */
+static int group_uses(const sim__world *w, unsigned *use, sim__pairs *p2p) {
   int rc = 0;
   for (int g = 0; g < w->ngpu; g++)
     for (int i = 0; i < w->prog[g].n; i++) {
       const sim__op *o = &w->prog[g].ops[i];
+      int host = w->host_of ? w->host_of[g] : g;
       switch (o->kind) {
       case SIM__OP_BATCH: use[o->group] |= USE_RING; break;
       case SIM__OP_COLL:
@@ -195,14 +199,116 @@ int sim__collect_pairs(const sim__world *w, sim__pairs *pp, pp_err *err) {
                          : o->algo == CM_ALGO_HIER   ? USE_A2A /* sub-rings: any pair */
                                                      : USE_RING;
         break;
-      case SIM__OP_SEND: rc |= sim__pairs_add(pp, w->host_of ? w->host_of[g] : g, o->peer); break;
-      case SIM__OP_RECV: rc |= sim__pairs_add(pp, o->peer, w->host_of ? w->host_of[g] : g); break;
+      case SIM__OP_SEND: rc |= sim__pairs_add(p2p, host, o->peer); break;
+      case SIM__OP_RECV: rc |= sim__pairs_add(p2p, o->peer, host); break;
       default: break;
       }
     }
+  return rc;
+}
+
+int sim__collect_pairs(const sim__world *w, sim__pairs *pp, pp_err *err) {
+  unsigned *use = calloc((size_t)w->ngroups + 1, sizeof *use);
+  if (!use) return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  int rc = group_uses(w, use, pp);
   for (int i = 0; i < w->ngroups && !rc; i++)
     if (use[i]) rc |= group_pairs(w, &w->groups[i], use[i], pp);
   free(use);
+  return rc ? pp_err_set(err, PP_NOMEM, "sim: out of memory") : PP_OK;
+}
+
+/* ---- rings on links of their own ------------------------------------------------------------ */
+
+enum { OWN_NONE = -1, OWN_MANY = -2 };
+
+/* Marks the link directions a flow from src to dst crosses as used by `who`; another user,
+ * or with `once` a second flow of the same, makes a direction OWN_MANY. */
+static void claim(const sim__topo *t, int *owner, int src, int dst, int who, int once) {
+  sim__hop h[SIM__MAXHOPS];
+  int n = sim__route(t, src, dst, h);
+  for (int j = 0; j < n && j < SIM__MAXHOPS; j++) {
+    int k = sim__hop_key(t, &h[j]);
+    owner[k] = owner[k] == OWN_NONE || (owner[k] == who && !once) ? who : OWN_MANY;
+  }
+}
+
+static int ring_succ(const sim__group *g, int ch, int m) { return g->succ[ch * g->n + m]; }
+
+/* Group i's ring is private when each link direction its flows cross is crossed by no other
+ * ring flow (ring[k] == i, claimed once) and by no flow of another group or of the pipeline
+ * (other[k]); the group's own other collectives (NVLS, all-to-all) may share a direction only
+ * when it is a member's NVLink port: a member's flows through its port start only once it has
+ * entered that collective, after its ring flows through the port are done. Then each flow's
+ * seconds per byte (its route's slowest link) and each member's predecessors are kept for
+ * sim_coll.c. Returns nonzero when out of memory. */
+static int ring_private(sim__world *w, int i, const int *ring, const int *other) {
+  sim__group *g = &w->groups[i];
+  const sim__topo *t = &w->topo;
+  sim__hop h[SIM__MAXHOPS];
+  int nf = g->nch * g->n;
+  if (nf <= 0) return 0;
+  for (int f = 0; f < nf; f++) {
+    int m = f % g->n, s = ring_succ(g, f / g->n, m);
+    int n = s == m ? 0 : sim__route(t, g->gpus[m], g->gpus[s], h);
+    if (n > SIM__MAXHOPS) return 0;
+    for (int j = 0; j < n; j++) {
+      int k = sim__hop_key(t, &h[j]);
+      if (ring[k] != i || (other[k] != OWN_NONE &&
+                           (other[k] != i || sim__link_kind_of(t, h[j].link) != SIM__L_NVL)))
+        return 0;
+    }
+  }
+  g->spb = calloc((size_t)nf, sizeof *g->spb);
+  g->pred = malloc((size_t)nf * sizeof *g->pred);
+  if (!g->spb || !g->pred) return -1;
+  for (int f = 0; f < nf; f++) {
+    int ch = f / g->n, m = f % g->n, s = ring_succ(g, ch, m);
+    g->pred[ch * g->n + s] = m;
+    int n = s == m ? 0 : sim__route(t, g->gpus[m], g->gpus[s], h);
+    for (int j = 0; j < n; j++) {
+      double bw = sim__link_bw(t, h[j].link), spb = bw > 0 ? 1 / bw : 0;
+      if (spb > g->spb[f]) g->spb[f] = spb;
+    }
+  }
+  return 0;
+}
+
+/* The pairs of group i's collectives other than its ring, claimed for i in other[]. */
+static int claim_other(const sim__world *w, int i, unsigned use, int *other) {
+  sim__pairs pp = {0};
+  int rc = group_pairs(w, &w->groups[i], use & ~(unsigned)USE_RING, &pp);
+  for (size_t k = 0; !rc && k < pp.cap; k++)
+    if (pp.keys[k] != ~0ull)
+      claim(&w->topo, other, (int)(pp.keys[k] >> 32), (int)(pp.keys[k] & 0xffffffffu), i, 0);
+  sim__pairs_free(&pp);
+  return rc;
+}
+
+int sim__mark_private(sim__world *w, pp_err *err) {
+  const sim__topo *t = &w->topo;
+  size_t nkeys = t->nlinks > 0 ? 2 * (size_t)t->nlinks : 0;
+  unsigned *use = calloc((size_t)w->ngroups + 1, sizeof *use);
+  int *ring = malloc((nkeys + 1) * sizeof *ring), *other = malloc((nkeys + 1) * sizeof *other);
+  sim__pairs p2p = {0};
+  int rc = !use || !ring || !other;
+  if (!rc) rc = group_uses(w, use, &p2p);
+  for (size_t k = 0; !rc && k < nkeys; k++) ring[k] = other[k] = OWN_NONE;
+  for (size_t k = 0; !rc && k < p2p.cap; k++)
+    if (p2p.keys[k] != ~0ull)
+      claim(t, other, (int)(p2p.keys[k] >> 32), (int)(p2p.keys[k] & 0xffffffffu), OWN_MANY, 0);
+  for (int i = 0; i < w->ngroups && !rc; i++) {
+    const sim__group *g = &w->groups[i];
+    if (use[i] & ~(unsigned)USE_RING) rc = claim_other(w, i, use[i], other);
+    if (use[i] & USE_RING)
+      for (int f = 0; f < g->nch * g->n; f++) {
+        int m = f % g->n, s = ring_succ(g, f / g->n, m);
+        if (s != m) claim(t, ring, g->gpus[m], g->gpus[s], i, 1);
+      }
+  }
+  for (int i = 0; i < w->ngroups && !rc && !w->all_flows; i++)
+    if ((use[i] & USE_RING) && w->groups[i].n > 1) rc = ring_private(w, i, ring, other);
+  free(use), free(ring), free(other);
+  sim__pairs_free(&p2p);
   return rc ? pp_err_set(err, PP_NOMEM, "sim: out of memory") : PP_OK;
 }
 

@@ -164,6 +164,10 @@ static int torus_route(const sim__topo *t, int s, int d, sim__hop *h) {
   return n;
 }
 
+int sim__hop_key(const sim__topo *t, const sim__hop *h) {
+  return 2 * h->link + (sim__link_kind_of(t, h->link) != SIM__L_TOR && !h->up);
+}
+
 int sim__route(const sim__topo *t, int src, int dst, sim__hop *h) {
   int n = 0, G = t->ngpu;
   if (src == dst) return 0;

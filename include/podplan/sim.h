@@ -32,6 +32,10 @@ typedef struct sim_opts {
                                other collective of that group between, as one aggregated flow
                                (the same bytes and latencies; tests/test_sim_plan.c shows the
                                two agree) */
+  int all_flows;            /* 1: every ring as SimGrid flows; 0: a ring whose link directions
+                               no other flow crosses (a TP group inside an NVSwitch node, say)
+                               runs without them, with the same times (sim_coll.c; the two
+                               agree in tests/test_sim_plan.c) */
 } sim_opts;
 
 /* What one GPU did, for traces. */
