@@ -112,6 +112,15 @@ size_t cm_params_count(void) { return NROWS; }
 const char *cm_params_name(size_t i) { return i < NROWS ? rows[i].name : NULL; }
 const char *cm_params_help(size_t i) { return i < NROWS ? rows[i].help : NULL; }
 
+int cm_params_bounds(const char *name, double *lo, double *hi, int *is_int) {
+  for (size_t i = 0; i < NROWS; i++)
+    if (strcmp(rows[i].name, name) == 0) {
+      *lo = rows[i].lo, *hi = rows[i].hi, *is_int = rows[i].is_int;
+      return PP_OK;
+    }
+  return PP_NOTFOUND;
+}
+
 static const param_row *find(const char *name) {
   for (size_t i = 0; i < NROWS; i++)
     if (strcmp(rows[i].name, name) == 0) return &rows[i];

@@ -1,6 +1,7 @@
 /* What a command stores, each in one transaction on a file opened and closed here: a scored
  * plan with its specs and measurements (store_save), specs alone (store_save_specs), batches
- * of imported measurements (store_import_measurements). A failure rolls back, so the file is
+ * of imported measurements (store_import_measurements), a calibration with its cluster
+ * (store_save_calibration). A failure rolls back, so the file is
  * as it was; the commands hold no transaction logic of their own. */
 #include "store_int.h"
 
@@ -65,5 +66,14 @@ int store_import_measurements(const char *path, const spec_cluster *c, store_bat
     b[i].added = 0;
     rc = store_put_measurements(s, b[i].ms, b[i].n, &b[i].added, err);
   }
+  return close_tx(s, rc, err);
+}
+
+int store_save_calibration(const char *path, const spec_cluster *c, store_calibration *cal,
+                           pp_err *err) {
+  store *s = NULL;
+  int rc = open_tx(path, &s, err);
+  if (!rc) rc = store_put_cluster(s, c, &cal->cluster_id, err);
+  if (!rc) rc = store_put_calibration(s, cal, err);
   return close_tx(s, rc, err);
 }

@@ -148,6 +148,8 @@ size_t cm_params_count(void);
 const char *cm_params_name(size_t i);
 const char *cm_params_help(size_t i);
 int cm_params_get(const cm_params *p, const char *name, double *value);
+/* The range cm_params_set accepts, and whether the parameter is an integer (PP_NOTFOUND). */
+int cm_params_bounds(const char *name, double *lo, double *hi, int *is_int);
 int cm_params_set(cm_params *p, const char *name, double value, pp_err *err);
 int cm_params_apply(cm_params *p, const char *list, pp_err *err);
 

@@ -214,4 +214,41 @@ int store_search_sim_score(store *s, int64_t run_id, const store_scored_plan *p,
 /* Row count of a table of the schema (for reports and tests). */
 int store_count(store *s, const char *table, int64_t *n, pp_err *err);
 
+/* ---- measurements read back, calibrations (store_cal.c) ------------------------------------ */
+
+/* Measurements read back: rows[i] (its strings owned by the list) and its row id ids[i]. */
+typedef struct store_meas_list {
+  store_measurement *rows;
+  int64_t *ids;
+  size_t n;
+} store_meas_list;
+/* The measurements of kind `kind` (NULL: every kind) tied to a cluster named `cluster_name`
+ * (of any size: a cluster is stored once per size), oldest first. */
+int store_get_measurements(store *s, const char *cluster_name, const char *kind,
+                           store_meas_list *out, pp_err *err);
+void store_meas_list_free(store_meas_list *l);
+
+/* A calibration: the fitted parameters, what they were fitted to, and how well. */
+typedef struct store_calibration {
+  int64_t id;                 /* filled by store_put_calibration */
+  int64_t cluster_id;
+  const char *method;         /* e.g. "gsl-nlinear-lm", "gsl-nlinear-lm+cauchy" */
+  const char *params_json;    /* cal_params_json */
+  const char *inputs_json;    /* the measurements used: ids, kinds, counts */
+  const char *residuals_json; /* per measurement: id, measured, before, after, held */
+  double fit_error;           /* RMS of log(predicted / measured) after the fit */
+  const char *holdout_json;   /* error before and after, fitted and held out */
+  const char *created_at;     /* read back only */
+  char *cluster_name;         /* read back only: the cluster's name */
+} store_calibration;
+int store_put_calibration(store *s, store_calibration *c, pp_err *err);
+/* Reads calibration id (its strings malloc'd: store_calibration_clear); PP_NOTFOUND when none. */
+int store_get_calibration(store *s, int64_t id, store_calibration *out, pp_err *err);
+void store_calibration_clear(store_calibration *c);
+/* The newest calibration of a cluster of that name (any size); PP_NOTFOUND when none. */
+int store_latest_calibration(store *s, const char *cluster_name, int64_t *id, pp_err *err);
+/* Stores the cluster and the calibration in one transaction (cal->cluster_id, cal->id set). */
+int store_save_calibration(const char *path, const spec_cluster *c, store_calibration *cal,
+                           pp_err *err);
+
 #endif

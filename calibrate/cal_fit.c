@@ -1,0 +1,602 @@
+/* The fit of calibrate/ (cal.h).
+ *
+ * Residuals: r_i = log(predicted_i / measured_i), so that a collective of 20 us and one of
+ * 20 ms weigh the same and a factor of two is a factor of two either way. Each parameter is
+ * fitted as the log of its value (ranges over decades: a ramp's half share, a latency), or as
+ * itself when its prior is not positive, and clamped into the range the parameter table
+ * allows (cm_params_bounds). A parameter is informed when moving it by 0.1% (either way) moves
+ * some fitted residual; the others stay at their prior and are reported so. GSL's trust-region
+ * Levenberg-Marquardt minimises sum w_i r_i^2 with a finite-difference Jacobian, from the prior
+ * and seven points drawn around it (the lowest end wins: predictions that take the faster of
+ * two algorithms have kinks a descent can stop at); with `robust`, w_i are Cauchy weights 1 / (1 + (r_i / (2.385 s))^2), s the residuals' median
+ * absolute value / 0.6745, refitted until they settle (iteratively reweighted least squares).
+ * Uncertainty: the covariance (J^T W J)^-1 scaled by the residual variance
+ * sum w r^2 / (n - p), mapped from log space by the delta method (sigma_v = v sigma_u). */
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <gsl/gsl_vector.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "podplan/cal.h"
+
+/* ---- what each kind of measurement informs ------------------------------------------------ */
+
+static const char *const coll_names[] = {
+    "eff.nvlink",      "eff.nvlink_up",   "eff.net",          "eff.spine",
+    "eff.nvls",        "nvls.cap",        "ring.half_bytes",  "ring.gamma",
+    "ring.base_us",    "tree.half_bytes", "tree.gamma",       "tree.base_us",
+    "nvls.half_bytes", "nvls.gamma",      "nvls.base_us",     "nvlstree.half_bytes",
+    "nvlstree.gamma",  "nvlstree.base_us", "pat.half_bytes",  "pat.gamma",
+    "pat.base_us",     NULL};
+static const char *const gemm_names[] = {"gemm_eff", "gemm_k_half", "kernel_us", NULL};
+static const char *const *const candidates[CAL_NKINDS] = {coll_names, gemm_names};
+
+const char *const *cal_candidates(cal_kind k) {
+  return (unsigned)k < CAL_NKINDS ? candidates[k] : NULL;
+}
+
+/* ---- the problem ---------------------------------------------------------------------------- */
+
+typedef struct fitp {
+  const char *name;
+  double lo, hi, prior;
+  int logscale; /* fitted as log(value) */
+} fitp;
+
+typedef struct problem {
+  const spec_model *m;
+  const spec_cluster *c;
+  const cm_params *base;
+  const cal_obs *obs;
+  size_t *use, nuse; /* the fitted observations */
+  fitp *p;
+  size_t np;         /* every parameter tried */
+  size_t *act, nact; /* the informed ones, fitted (indices into p) */
+  double *u;         /* [np] current point, in fit space */
+  pp_err *err;
+  int failed;        /* a model could not be built (err says why) */
+} problem;
+
+static double to_value(const fitp *f, double u) {
+  double v = f->logscale ? exp(u) : u;
+  return v < f->lo ? f->lo : v > f->hi ? f->hi : v;
+}
+
+static double to_fit(const fitp *f, double v) { return f->logscale ? log(v) : v; }
+
+static double predict_one(cm_model *cm, const cal_obs *o) {
+  if (o->kind == CAL_GEMM) return cm_gemm_time(cm, o->m, o->n, o->k, NULL);
+  cm_place pl;
+  cm_place_group(cm, o->ranks, 1, &pl);
+  return cm_coll_best(cm, o->coll, o->bytes, &pl, NULL);
+}
+
+/* Predicted seconds of observations idx[0..n) at point u (every tried parameter). */
+static int predict_at(problem *P, const double *u, const size_t *idx, size_t n, double *pred) {
+  cm_params prm = *P->base;
+  for (size_t j = 0; j < P->np; j++)
+    if (cm_params_set(&prm, P->p[j].name, to_value(&P->p[j], u[j]), P->err)) return P->err->code;
+  cm_model *cm = NULL;
+  if (cm_model_create(P->m, P->c, &prm, &cm, P->err)) return P->err->code;
+  for (size_t i = 0; i < n; i++) pred[i] = predict_one(cm, &P->obs[idx[i]]);
+  cm_model_destroy(cm);
+  return PP_OK;
+}
+
+/* log(predicted / measured); a prediction that is not a positive number counts as off by
+ * a factor e^10 (the fit moves away from it). */
+static double resid(double pred, double meas) {
+  return pred > 0 && isfinite(pred) ? log(pred / meas) : 10.0;
+}
+
+static int residuals_at(problem *P, const double *u, double *r) {
+  double *pred = malloc(P->nuse * sizeof *pred);
+  if (!pred) return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+  int rc = predict_at(P, u, P->use, P->nuse, pred);
+  for (size_t i = 0; !rc && i < P->nuse; i++) r[i] = resid(pred[i], P->obs[P->use[i]].time_s);
+  free(pred);
+  return rc;
+}
+
+/* GSL's residual function: x holds the fitted parameters (P->act), the others stay put. */
+static int gsl_f(const gsl_vector *x, void *arg, gsl_vector *f) {
+  problem *P = arg;
+  for (size_t a = 0; a < P->nact; a++) P->u[P->act[a]] = gsl_vector_get(x, a);
+  double *r = malloc(P->nuse * sizeof *r);
+  if (!r || residuals_at(P, P->u, r)) {
+    if (!r) pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+    free(r);
+    P->failed = 1;
+    return GSL_EFAILED;
+  }
+  for (size_t i = 0; i < P->nuse; i++) gsl_vector_set(f, i, r[i]);
+  free(r);
+  return GSL_SUCCESS;
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static double mape(const double *pred, const cal_obs *obs, const unsigned char *held, size_t n,
+                   int want_held, double *bias) {
+  double s = 0, b = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (held[i] == want_held) {
+      double e = pred[i] / obs[i].time_s - 1;
+      s += fabs(e), b += e, k++;
+    }
+  if (bias) *bias = k ? 100 * b / (double)k : 0;
+  return k ? 100 * s / (double)k : 0;
+}
+
+/* Marks round(frac * n) observations held out (at most n - 1), chosen by a seeded shuffle. */
+static size_t choose_held(size_t n, double frac, unsigned seed, unsigned char *held) {
+  size_t k = (size_t)(frac * (double)n + 0.5);
+  if (k > n - 1) k = n - 1;
+  size_t *idx = malloc(n * sizeof *idx);
+  if (!idx) return (size_t)-1;
+  for (size_t i = 0; i < n; i++) idx[i] = i;
+  unsigned s = seed ? seed : 0x9e3779b9u;
+  for (size_t i = n; i > 1; i--) { /* Fisher-Yates with xorshift32 */
+    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+    size_t j = s % i, t = idx[i - 1];
+    idx[i - 1] = idx[j], idx[j] = t;
+  }
+  for (size_t i = 0; i < k; i++) held[idx[i]] = 1;
+  free(idx);
+  return k;
+}
+
+static int check_obs(const spec_cluster *c, const cal_obs *o, size_t i, pp_err *err) {
+  if (!(o->time_s > 0) || !isfinite(o->time_s))
+    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): time %g is not a "
+                      "positive number", i + 1, (long long)o->id, o->time_s);
+  if ((unsigned)o->kind >= CAL_NKINDS)
+    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu: unknown kind", i + 1);
+  if (o->kind == CAL_COLL && (o->ranks < 2 || o->ranks > c->gpus || !(o->bytes > 0)))
+    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): a collective of %d "
+                      "ranks and %g bytes on %s's %d GPUs", i + 1, (long long)o->id, o->ranks,
+                      o->bytes, c->name, c->gpus);
+  if (o->kind == CAL_GEMM && !(o->m >= 1 && o->n >= 1 && o->k >= 1))
+    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): GEMM shape %gx%gx%g",
+                      i + 1, (long long)o->id, o->m, o->n, o->k);
+  return PP_OK;
+}
+
+/* The parameters to try: o->names, or the candidates of every kind present. */
+static int tried_params(const cal_obs *obs, size_t n, const cal_opts *o, const cm_params *prior,
+                        fitp **out, size_t *np, pp_err *err) {
+  const char *list[64];
+  size_t k = 0;
+  if (o->names) {
+    for (size_t i = 0; o->names[i] && k < 64; i++) list[k++] = o->names[i];
+  } else {
+    int present[CAL_NKINDS] = {0};
+    for (size_t i = 0; i < n; i++) present[obs[i].kind] = 1;
+    for (int kd = 0; kd < CAL_NKINDS; kd++)
+      for (size_t i = 0; present[kd] && candidates[kd][i] && k < 64; i++)
+        list[k++] = candidates[kd][i];
+  }
+  fitp *p = calloc(k + 1, sizeof *p);
+  if (!p) return pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  for (size_t j = 0; j < k; j++) {
+    int is_int;
+    if (cm_params_bounds(list[j], &p[j].lo, &p[j].hi, &is_int) || is_int) {
+      free(p);
+      return pp_err_set(err, PP_INPUT, "calibrate: '%.40s' is not a parameter a fit can move "
+                        "(the real-valued ones of `podplan predict --param`)", list[j]);
+    }
+    p[j].name = list[j];
+    cm_params_get(prior, list[j], &p[j].prior);
+    p[j].logscale = p[j].prior > 0 && p[j].lo >= 0;
+  }
+  *out = p, *np = k;
+  return PP_OK;
+}
+
+/* ---- the fit ----------------------------------------------------------------------------- */
+
+/* Which tried parameters move a fitted residual (P->act). */
+static int find_informed(problem *P, const double *r0) {
+  double *r = malloc(P->nuse * sizeof *r);
+  P->act = malloc((P->np + 1) * sizeof *P->act);
+  if (!r || !P->act) {
+    free(r);
+    return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+  }
+  P->nact = 0;
+  for (size_t j = 0; j < P->np; j++) {
+    double u0 = P->u[j], h = P->p[j].logscale ? 1e-3 : 1e-3 * (fabs(u0) > 1e-3 ? fabs(u0) : 1);
+    int moves = 0;
+    for (int sgn = -1; sgn <= 1 && !moves; sgn += 2) {
+      P->u[j] = u0 + sgn * h;
+      if (residuals_at(P, P->u, r)) {
+        free(r);
+        return P->err->code;
+      }
+      for (size_t i = 0; i < P->nuse && !moves; i++) moves = fabs(r[i] - r0[i]) > 1e-9;
+    }
+    P->u[j] = u0;
+    if (moves) P->act[P->nact++] = j;
+  }
+  free(r);
+  return PP_OK;
+}
+
+/* Cauchy weights from the residuals at the current point; returns the largest change. */
+static double reweight(const gsl_vector *f, const gsl_vector *wts_old, gsl_vector *wts) {
+  size_t n = f->size;
+  double *a = malloc(n * sizeof *a);
+  if (!a) return 0;
+  for (size_t i = 0; i < n; i++) {
+    double w = gsl_vector_get(wts_old, i);
+    a[i] = w > 0 ? fabs(gsl_vector_get(f, i)) / sqrt(w) : 0; /* f holds sqrt(w) r */
+  }
+  double *s = malloc(n * sizeof *s), med = 0;
+  if (s) {
+    memcpy(s, a, n * sizeof *s);
+    for (size_t i = 1; i < n; i++) /* insertion sort: n is a few thousand at most */
+      for (size_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+        double t = s[j];
+        s[j] = s[j - 1], s[j - 1] = t;
+      }
+    med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  }
+  double scale = med / 0.6745, change = 0;
+  if (!(scale > 1e-12)) scale = 1e-12;
+  for (size_t i = 0; i < n; i++) {
+    double z = a[i] / (2.385 * scale), w = 1 / (1 + z * z);
+    double d = fabs(w - gsl_vector_get(wts_old, i));
+    if (d > change) change = d;
+    gsl_vector_set(wts, i, w);
+  }
+  free(a), free(s);
+  return change;
+}
+
+/* One trust-region run from x (weights wts); x gets the end point, *chi2 its weighted sum of
+ * squares. PP_OK when converged, RUN_MORE when it used every iteration (x and chi2 still
+ * filled: the descent only went down), else an error. */
+enum { RUN_MORE = -1 };
+
+static int run_lm(problem *P, gsl_multifit_nlinear_workspace *w, gsl_vector *x,
+                  const gsl_vector *wts, int maxit, double *chi2, int *iters) {
+  gsl_multifit_nlinear_fdf fdf = {.f = gsl_f, .df = NULL, .fvv = NULL, .n = P->nuse,
+                                  .p = P->nact, .params = P};
+  int info, st = gsl_multifit_nlinear_winit(x, wts, &fdf, w);
+  if (!st)
+    st = gsl_multifit_nlinear_driver((size_t)maxit, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, w);
+  *iters += (int)gsl_multifit_nlinear_niter(w);
+  if (P->failed) return P->err->code;
+  if (st && st != GSL_ENOPROG && st != GSL_EMAXITER)
+    return pp_err_set(P->err, PP_INPUT, "calibrate: the fit failed: %s; nothing stored",
+                      gsl_strerror(st));
+  gsl_vector_memcpy(x, gsl_multifit_nlinear_position(w));
+  gsl_blas_ddot(gsl_multifit_nlinear_residual(w), gsl_multifit_nlinear_residual(w), chi2);
+  return st == GSL_EMAXITER ? RUN_MORE : PP_OK;
+}
+
+/* Starting points: the current point, then others drawn around it (a factor of about 2 either
+ * way in log space, 50% in linear space), since a prediction that takes the faster of several
+ * algorithms is piecewise and a single descent can stop at a kink; the lowest end wins. */
+#define CAL__STARTS 8
+
+static void start_point(const problem *P, int s, unsigned *rng, gsl_vector *x) {
+  for (size_t a = 0; a < P->nact; a++) {
+    const fitp *f = &P->p[P->act[a]];
+    double u = P->u[P->act[a]];
+    if (s > 0) {
+      *rng ^= *rng << 13, *rng ^= *rng >> 17, *rng ^= *rng << 5;
+      double z = 2.0 * ((*rng + 0.5) / 4294967296.0) - 1; /* -1 .. 1 */
+      u = f->logscale ? u + 0.7 * z : u * (1 + 0.5 * z);
+      double v = f->logscale ? exp(u) : u;
+      if (v < f->lo || v > f->hi) u = P->u[P->act[a]];
+    }
+    gsl_vector_set(x, a, u);
+  }
+}
+
+/* Descends from `starts` points over the parameters in P->act (weights wts) and moves P->u
+ * to the lowest end; a best end that used every iteration goes on for four times as many,
+ * and is refused if it still has not converged. */
+static int descend(problem *P, const cal_opts *o, int starts, const gsl_vector *wts,
+                   cal_result *r) {
+  size_t p = P->nact;
+  gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
+  gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust,
+                                                                 &fp, P->nuse, p);
+  gsl_vector *x = gsl_vector_alloc(p), *best = gsl_vector_alloc(p);
+  int rc = PP_OK, maxit = o->max_iter > 0 ? o->max_iter : 200, found = 0, more = 0;
+  double best_chi2 = INFINITY, chi2;
+  unsigned rng = o->seed * 2654435761u + 1;
+  if (!w || !x || !best) {
+    rc = pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+    goto done;
+  }
+  for (int s = 0; s < starts; s++) {
+    start_point(P, s, &rng, x);
+    int st = run_lm(P, w, x, wts, maxit, &chi2, &r->iterations);
+    if (st > 0) { /* failed: a model cannot be built, or GSL gave up; another start may do */
+      if (P->failed || (!found && s == starts - 1)) {
+        rc = st;
+        goto done;
+      }
+      continue;
+    }
+    if (chi2 < best_chi2) best_chi2 = chi2, gsl_vector_memcpy(best, x), found = 1, more = st;
+  }
+  if (!found) { /* every start failed; err holds the last reason */
+    rc = P->err->code ? P->err->code : PP_INPUT;
+    goto done;
+  }
+  if (more) {
+    gsl_vector_memcpy(x, best);
+    int st = run_lm(P, w, x, wts, 4 * maxit, &chi2, &r->iterations);
+    if (st == RUN_MORE)
+      rc = pp_err_set(P->err, PP_INPUT, "calibrate: the fit did not converge in %d iterations "
+                      "(the measurements disagree with the model's form); nothing stored",
+                      5 * maxit);
+    else if (st)
+      rc = st;
+    else
+      gsl_vector_memcpy(best, x);
+  }
+  if (!rc) {
+    for (size_t a = 0; a < p; a++) P->u[P->act[a]] = gsl_vector_get(best, a);
+    pp_err_clear(P->err);
+  }
+done:
+  gsl_multifit_nlinear_free(w);
+  gsl_vector_free(x), gsl_vector_free(best);
+  return rc;
+}
+
+/* At the end point some fitted parameters may no longer move any prediction (the algorithm
+ * they price is no longer the fastest anywhere): they go back to their prior, out of the
+ * fit. *dropped gets how many. */
+static int recheck(problem *P, size_t *dropped) {
+  double *r0 = malloc(P->nuse * sizeof *r0), *r = malloc(P->nuse * sizeof *r);
+  *dropped = 0;
+  int rc = !r0 || !r ? pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory")
+                     : residuals_at(P, P->u, r0);
+  size_t keep = 0;
+  for (size_t a = 0; !rc && a < P->nact; a++) {
+    size_t j = P->act[a];
+    double u0 = P->u[j], h = P->p[j].logscale ? 1e-3 : 1e-3 * (fabs(u0) > 1e-3 ? fabs(u0) : 1);
+    int moves = 0;
+    for (int sgn = -1; sgn <= 1 && !moves && !rc; sgn += 2) {
+      P->u[j] = u0 + sgn * h;
+      rc = residuals_at(P, P->u, r);
+      for (size_t i = 0; !rc && i < P->nuse && !moves; i++) moves = fabs(r[i] - r0[i]) > 1e-9;
+    }
+    P->u[j] = moves ? u0 : to_fit(&P->p[j], P->p[j].prior);
+    if (moves) P->act[keep++] = j;
+    else (*dropped)++;
+  }
+  if (!rc) P->nact = keep;
+  free(r0), free(r);
+  return rc;
+}
+
+/* sigma of each fitted parameter: the covariance at the end point scaled by the residual
+ * variance. */
+static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
+  size_t n = P->nuse, p = P->nact;
+  gsl_multifit_nlinear_fdf fdf = {.f = gsl_f, .df = NULL, .fvv = NULL, .n = n, .p = p,
+                                  .params = P};
+  gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
+  gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust,
+                                                                 &fp, n, p);
+  gsl_vector *x = gsl_vector_alloc(p);
+  gsl_matrix *cov = gsl_matrix_alloc(p, p);
+  int rc = PP_OK;
+  if (!w || !x || !cov) {
+    rc = pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+    goto done;
+  }
+  for (size_t a = 0; a < p; a++) gsl_vector_set(x, a, P->u[P->act[a]]);
+  gsl_multifit_nlinear_winit(x, wts, &fdf, w); /* evaluates f and J at x */
+  if (P->failed) {
+    rc = P->err->code;
+    goto done;
+  }
+  gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 1e-12, cov);
+  double chi2;
+  gsl_blas_ddot(gsl_multifit_nlinear_residual(w), gsl_multifit_nlinear_residual(w), &chi2);
+  double s2 = chi2 / (double)(n - p);
+  for (size_t a = 0; a < p; a++) {
+    const fitp *f = &P->p[P->act[a]];
+    double u = P->u[P->act[a]], raw = f->logscale ? exp(u) : u, v = to_value(f, u);
+    double c = gsl_matrix_get(cov, a, a);
+    int at_bound = raw <= f->lo || raw >= f->hi;
+    if (!at_bound && !(c > 0 && isfinite(c))) {
+      rc = pp_err_set(P->err, PP_INPUT, "calibrate: %s cannot be told apart from the other "
+                      "parameters by these measurements (singular fit); nothing stored", f->name);
+      goto done;
+    }
+    double su = at_bound ? 0 : sqrt(c * s2);
+    r->params[P->act[a]].sigma = f->logscale ? v * su : su;
+  }
+done:
+  gsl_multifit_nlinear_free(w);
+  gsl_vector_free(x);
+  gsl_matrix_free(cov);
+  return rc;
+}
+
+/* The fit: several starts, parameters that stop mattering dropped (and the rest refitted),
+ * the robust passes, the uncertainties. */
+static int solve(problem *P, const cal_opts *o, cal_result *r) {
+  gsl_vector *wts = gsl_vector_alloc(P->nuse), *wn = gsl_vector_alloc(P->nuse);
+  if (!wts || !wn) {
+    gsl_vector_free(wts), gsl_vector_free(wn);
+    return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+  }
+  gsl_vector_set_all(wts, 1.0);
+  int rc = descend(P, o, CAL__STARTS, wts, r);
+  for (size_t dropped = 1; !rc && dropped;) {
+    rc = recheck(P, &dropped);
+    if (!rc && P->nact == 0)
+      rc = pp_err_set(P->err, PP_INPUT, "calibrate: no parameter moves the predictions at the "
+                      "fitted point; nothing stored");
+    if (!rc && dropped) rc = descend(P, o, 1, wts, r);
+  }
+  for (int pass = 0; !rc && o->robust && pass < 8; pass++) {
+    double *res = malloc(P->nuse * sizeof *res), change = 0;
+    rc = res ? residuals_at(P, P->u, res) : pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+    if (!rc) {
+      gsl_vector_view rv = gsl_vector_view_array(res, P->nuse);
+      for (size_t i = 0; i < P->nuse; i++) /* reweight() takes sqrt(w) r */
+        res[i] *= sqrt(gsl_vector_get(wts, i));
+      change = reweight(&rv.vector, wts, wn);
+      gsl_vector_memcpy(wts, wn);
+      rc = descend(P, o, 1, wts, r);
+    }
+    free(res);
+    if (change < 1e-3) break;
+  }
+  if (!rc) rc = uncertainty(P, wts, r);
+  gsl_vector_free(wts), gsl_vector_free(wn);
+  return rc;
+}
+
+void cal_result_free(cal_result *r) {
+  if (!r) return;
+  free(r->params), free(r->held), free(r->before), free(r->after);
+  memset(r, 0, sizeof *r);
+}
+
+int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+            const cal_obs *obs, size_t n, const cal_opts *o, cal_result *out, pp_err *err) {
+  cal_opts dflt = {0};
+  if (!o) o = &dflt;
+  memset(out, 0, sizeof *out);
+  gsl_set_error_handler_off(); /* GSL reports through return codes here, never aborts */
+  if (n < 2) return pp_err_set(err, PP_INPUT, "calibrate: %zu measurement(s): too few to fit", n);
+  if (!(o->holdout >= 0 && o->holdout <= 0.9))
+    return pp_err_set(err, PP_INPUT, "calibrate: holdout %g: must be 0 .. 0.9", o->holdout);
+  for (size_t i = 0; i < n; i++)
+    if (check_obs(c, &obs[i], i, err)) return err->code;
+  problem P = {.m = m, .c = c, .base = prior, .obs = obs, .err = err};
+  int rc = tried_params(obs, n, o, prior, &P.p, &P.np, err);
+  if (rc) return rc;
+  out->nobs = n;
+  out->nparams = P.np;
+  out->params = calloc(P.np + 1, sizeof *out->params);
+  out->held = calloc(n, 1);
+  out->before = calloc(n, sizeof *out->before);
+  out->after = calloc(n, sizeof *out->after);
+  P.u = calloc(P.np + 1, sizeof *P.u);
+  P.use = malloc(n * sizeof *P.use);
+  size_t *all = malloc(n * sizeof *all);
+  double *r0 = malloc(n * sizeof *r0);
+  if (!out->params || !out->held || !out->before || !out->after || !P.u || !P.use || !all || !r0) {
+    rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+    goto done;
+  }
+  for (size_t j = 0; j < P.np; j++) {
+    snprintf(out->params[j].name, sizeof out->params[j].name, "%s", P.p[j].name);
+    out->params[j].prior = out->params[j].value = P.p[j].prior;
+    P.u[j] = to_fit(&P.p[j], P.p[j].prior);
+  }
+  out->nheld = choose_held(n, o->holdout, o->seed, out->held);
+  if (out->nheld == (size_t)-1) {
+    rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++) {
+    all[i] = i;
+    if (!out->held[i]) P.use[P.nuse++] = i;
+  }
+  out->nfit = P.nuse;
+  if ((rc = predict_at(&P, P.u, all, n, out->before))) goto done;
+  for (size_t i = 0; i < P.nuse; i++) r0[i] = resid(out->before[P.use[i]], obs[P.use[i]].time_s);
+  if ((rc = find_informed(&P, r0))) goto done;
+  if (P.nact == 0) {
+    rc = pp_err_set(err, PP_INPUT, "calibrate: none of the %zu parameters tried moves the "
+                    "prediction of these %zu measurements; nothing to fit", P.np, P.nuse);
+    goto done;
+  }
+  if (P.nuse < P.nact + 1) {
+    rc = pp_err_set(err, PP_INPUT, "calibrate: %zu fitted measurements for %zu informed "
+                    "parameters: at least %zu needed; nothing stored", P.nuse, P.nact,
+                    P.nact + 1);
+    goto done;
+  }
+  if ((rc = solve(&P, o, out))) goto done;
+  for (size_t a = 0; a < P.nact; a++) {
+    cal_param *q = &out->params[P.act[a]];
+    q->informed = 1;
+    q->value = to_value(&P.p[P.act[a]], P.u[P.act[a]]);
+  }
+  out->nfitted = P.nact;
+  if ((rc = predict_at(&P, P.u, all, n, out->after))) goto done;
+  out->mape_before = mape(out->before, obs, out->held, n, 0, &out->bias_before);
+  out->mape_after = mape(out->after, obs, out->held, n, 0, &out->bias_after);
+  out->held_mape_before = mape(out->before, obs, out->held, n, 1, NULL);
+  out->held_mape_after = mape(out->after, obs, out->held, n, 1, NULL);
+  double s = 0, s0 = 0;
+  for (size_t i = 0; i < P.nuse; i++) {
+    double e = resid(out->after[P.use[i]], obs[P.use[i]].time_s);
+    s += e * e, s0 += r0[i] * r0[i];
+  }
+  out->fit_error = sqrt(s / (double)P.nuse);
+  out->fit_error_before = sqrt(s0 / (double)P.nuse);
+done:
+  free(P.p), free(P.u), free(P.use), free(P.act), free(all), free(r0);
+  if (rc) cal_result_free(out);
+  return rc;
+}
+
+/* ---- a calibration's JSON ----------------------------------------------------------------- */
+
+char *cal_params_json(const cal_result *r) {
+  json_t *o = json_object();
+  for (size_t j = 0; o && j < r->nparams; j++) {
+    const cal_param *q = &r->params[j];
+    json_t *e = json_pack("{s:f, s:f, s:f, s:b}", "prior", q->prior, "value", q->value, "sigma",
+                          q->sigma, "informed", q->informed);
+    if (!e || json_object_set_new(o, q->name, e)) {
+      json_decref(o);
+      return NULL;
+    }
+  }
+  char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(o);
+  return s;
+}
+
+int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err *err) {
+  json_error_t je;
+  json_t *o = json_loads(json ? json : "", 0, &je);
+  if (!o || !json_is_object(o)) {
+    json_decref(o);
+    return pp_err_set(err, PP_INPUT, "%s: parameters: not a JSON object (%s)", origin,
+                      o ? "another type" : je.text);
+  }
+  const char *name;
+  json_t *e;
+  int rc = PP_OK;
+  json_object_foreach(o, name, e) {
+    json_t *v = json_object_get(e, "value"), *inf = json_object_get(e, "informed");
+    if (!json_is_object(e) || !json_is_number(v) || !json_is_boolean(inf)) {
+      rc = pp_err_set(err, PP_INPUT, "%s: parameters.%.40s: needs a number 'value' and a "
+                      "boolean 'informed'", origin, name);
+      break;
+    }
+    if (!json_is_true(inf)) continue;
+    pp_err e2 = {0};
+    if (cm_params_set(p, name, json_number_value(v), &e2)) {
+      rc = pp_err_set(err, PP_INPUT, "%s: parameters.%.40s: %s", origin, name, e2.msg);
+      break;
+    }
+  }
+  json_decref(o);
+  return rc;
+}

@@ -1,0 +1,113 @@
+/* Measurements as observations, and what a calibration records of them (cal.h). */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "podplan/cal.h"
+
+/* A stored measurement's use: the observation, or why it is left out. */
+int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster *c,
+                     cal_obs *out, const char **why) {
+  memset(out, 0, sizeof *out);
+  out->id = id;
+  out->time_s = r->time_s;
+  *why = NULL;
+  if (strcmp(r->kind, "coll") == 0) {
+    /* nccl-tests logs and `bench coll` run on ranks 0..n-1, as predict --collective places a
+     * group; a run's collectives are on its TP/DP/... groups (placement set): not yet */
+    if (r->placement && r->placement[0]) *why = "collectives of a run's groups (not yet fitted)";
+    else if (strcmp(r->device, "cpu") == 0) *why = "measured on CPUs, not on the cluster's GPUs";
+    else if (cm_coll_lookup(r->name, &out->coll)) *why = "a collective the cost model does not price";
+    else if (r->ranks < 2) *why = "a collective on one rank";
+    else if (r->ranks > c->gpus) *why = "a group larger than the cluster (--gpus)";
+    if (*why) return 0;
+    out->kind = CAL_COLL;
+    out->bytes = r->bytes;
+    out->ranks = r->ranks;
+    return 1;
+  }
+  if (strcmp(r->kind, "gemm") == 0) {
+    if (strcmp(r->device, "cpu") == 0) {
+      *why = "measured on CPUs, not on the cluster's GPUs";
+      return 0;
+    }
+    json_t *s = json_loads(r->shape_json ? r->shape_json : "{}", 0, NULL);
+    json_t *b = json_object_get(s, "batch");
+    out->m = json_number_value(json_object_get(s, "m"));
+    out->n = json_number_value(json_object_get(s, "n"));
+    out->k = json_number_value(json_object_get(s, "k"));
+    int batched = b && json_number_value(b) > 1;
+    json_decref(s);
+    if (batched) *why = "a batched GEMM (not yet fitted)";
+    else if (!(out->m >= 1 && out->n >= 1 && out->k >= 1)) *why = "a GEMM without its shape";
+    if (*why) return 0;
+    out->kind = CAL_GEMM;
+    return 1;
+  }
+  *why = "a kind not fitted yet (ops, p2p, iterations)";
+  return 0;
+}
+
+char *cal_residuals_json(const cal_result *r, const cal_obs *obs) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < r->nobs; i++) {
+    json_t *e = json_pack("{s:I, s:f, s:f, s:f, s:b}", "id", (json_int_t)obs[i].id, "measured_s",
+                          obs[i].time_s, "before_s", r->before[i], "after_s", r->after[i], "held",
+                          r->held[i]);
+    if (!e || json_array_append_new(a, e)) {
+      json_decref(a);
+      return NULL;
+    }
+  }
+  char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+  json_decref(a);
+  return s;
+}
+
+/* The size ranges collective errors are reported in. */
+static const struct {
+  const char *name;
+  double lo, hi;
+} ranges[CAL_NRANGES] = {
+    {"< 1 MiB", 0, 1 << 20},
+    {"1 - 64 MiB", 1 << 20, 64.0 * (1 << 20)},
+    {">= 64 MiB", 64.0 * (1 << 20), INFINITY},
+};
+
+void cal_range_errors(const cal_result *r, const cal_obs *obs, cal_range_error out[CAL_NRANGES]) {
+  for (int k = 0; k < CAL_NRANGES; k++) {
+    double b = 0, a = 0;
+    int n = 0;
+    for (size_t i = 0; i < r->nobs; i++)
+      if (obs[i].kind == CAL_COLL && obs[i].bytes >= ranges[k].lo && obs[i].bytes < ranges[k].hi) {
+        b += fabs(r->before[i] / obs[i].time_s - 1);
+        a += fabs(r->after[i] / obs[i].time_s - 1);
+        n++;
+      }
+    out[k] = (cal_range_error){ranges[k].name, n, n ? 100 * b / n : 0, n ? 100 * a / n : 0};
+  }
+}
+
+char *cal_summary_json(const cal_result *r, const cal_obs *obs) {
+  cal_range_error re[CAL_NRANGES];
+  cal_range_errors(r, obs, re);
+  json_t *rg = json_array();
+  for (int k = 0; rg && k < CAL_NRANGES; k++)
+    if (re[k].n)
+      json_array_append_new(rg, json_pack("{s:s, s:i, s:f, s:f}", "range", re[k].range, "n",
+                                          re[k].n, "mape_before", re[k].mape_before,
+                                          "mape_after", re[k].mape_after));
+  json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
+                        "measurements",
+                        (json_int_t)r->nobs, "fitted", (json_int_t)r->nfit, "held_out",
+                        (json_int_t)r->nheld, "mape_before", r->mape_before, "mape_after",
+                        r->mape_after, "bias_before", r->bias_before, "bias_after", r->bias_after,
+                        "holdout_mape_before", r->held_mape_before, "holdout_mape_after",
+                        r->held_mape_after, "rms_log_before", r->fit_error_before,
+                        "rms_log_after", r->fit_error, "collectives_by_size",
+                        rg ? rg : json_null());
+  char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  return s;
+}

@@ -1,0 +1,109 @@
+/* calibrate/ (prefix cal_): fits the cost model's parameters to measured times.
+ *
+ * Owns the fit: which parameters a set of measurements informs, GSL's nonlinear least squares
+ * (gsl_multifit_nlinear, trust region) on the log of predicted over measured time, an optional
+ * robust (Cauchy) reweighting, the parameters' uncertainties from the Jacobian, and the error
+ * before and after on the fitted and on held-out measurements; and a calibration's JSON (the
+ * fitted values, read back by `--calibration`). Depends on costmodel/ (the prediction of each
+ * measurement, the parameter table cm_params_get/set/bounds), GSL (linked only here) and
+ * Jansson; it reads store.h's measurement rows but never opens the store: cli/ reads the
+ * measurements and stores the calibration. */
+#ifndef PODPLAN_CAL_H
+#define PODPLAN_CAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "podplan/cm.h"
+#include "podplan/err.h"
+#include "podplan/spec.h"
+#include "podplan/store.h"
+
+/* What was measured. */
+typedef enum {
+  CAL_COLL, /* a collective on the cluster's first `ranks` GPUs (as predict --collective) */
+  CAL_GEMM, /* an m x n x k GEMM on one GPU */
+  CAL_NKINDS
+} cal_kind;
+
+typedef struct cal_obs {
+  cal_kind kind;
+  int64_t id;      /* the measurement's row in the store (0: none) */
+  double time_s;   /* measured seconds (> 0) */
+  cm_coll coll;    /* CAL_COLL */
+  double bytes;    /* CAL_COLL: nccl-tests' size (predict --collective's --bytes) */
+  int ranks;       /* CAL_COLL */
+  double m, n, k;  /* CAL_GEMM */
+} cal_obs;
+
+/* The parameters measurements of each kind can inform, by name (NULL-terminated). */
+const char *const *cal_candidates(cal_kind k);
+
+typedef struct cal_opts {
+  const char *const *names; /* the parameters to fit (NULL-terminated); NULL: the candidates of
+                               every kind present */
+  double holdout;           /* fraction of the observations kept out of the fit, 0 .. 0.9 */
+  unsigned seed;            /* which ones (the same seed, the same choice) */
+  int robust;               /* 1: Cauchy weights, refitted until they settle */
+  int max_iter;             /* trust-region iterations (0: 200) */
+} cal_opts;
+
+typedef struct cal_param {
+  char name[40];
+  double prior;  /* the value before (the caller's parameters) */
+  double value;  /* fitted; the prior when not informed */
+  double sigma;  /* one standard deviation of value (from the Jacobian; 0 when not fitted) */
+  int informed;  /* 0: no fitted observation depends on it: left at its prior */
+} cal_param;
+
+typedef struct cal_result {
+  cal_param *params;
+  size_t nparams, nfitted;   /* all tried, and those informed and fitted */
+  size_t nobs, nfit, nheld;  /* observations: all, fitted, held out */
+  unsigned char *held;       /* [nobs] 1: held out */
+  double *before, *after;    /* [nobs] predicted seconds with the prior and fitted values */
+  double mape_before, mape_after;           /* fitted observations, percent */
+  double held_mape_before, held_mape_after; /* held-out ones, percent (0 when none) */
+  double bias_before, bias_after;           /* mean signed error of the fitted ones, percent */
+  double fit_error;          /* RMS of log(predicted / measured) after, fitted observations */
+  double fit_error_before;   /* the same with the prior values (what the fit lowers) */
+  int iterations;            /* trust-region iterations (summed over robust passes) */
+} cal_result;
+
+/* Fits the parameters to the observations on cluster c (model m only supplies what the cost
+ * model needs to exist; no observation kind here depends on it), starting from `prior`.
+ * PP_INPUT for bad observations (a time not > 0 or not finite, a group larger than the
+ * cluster, an unknown parameter), for fewer fitted observations than informed parameters + 1
+ * and for a fit that diverges or leaves a singular Jacobian; out is then empty. */
+int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+            const cal_obs *obs, size_t n, const cal_opts *o, cal_result *out, pp_err *err);
+void cal_result_free(cal_result *r);
+
+/* The fitted values as JSON: {"name": {"prior": p, "value": v, "sigma": s, "informed": b}, ...}
+ * (malloc'd; NULL when out of memory). */
+char *cal_params_json(const cal_result *r);
+/* Applies a calibration's JSON (cal_params_json) to p: every informed parameter's value.
+ * PP_INPUT naming `origin` and the field for malformed JSON or an out-of-range value. */
+int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err *err);
+
+/* A stored measurement (row id `id`) as an observation on cluster c: 1, or 0 with the reason
+ * it is left out in *why (another kind, a CPU measurement on a GPU cluster, a run's group). */
+int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster *c,
+                     cal_obs *out, const char **why);
+
+/* What a calibration records (malloc'd JSON; NULL when out of memory): per observation its id,
+ * measured, before and after seconds and whether it was held out; and the summary (counts,
+ * MAPE and bias before and after, fitted and held out, collectives by size range). */
+char *cal_residuals_json(const cal_result *r, const cal_obs *obs);
+char *cal_summary_json(const cal_result *r, const cal_obs *obs);
+
+/* Collectives' error by message size: < 1 MiB, 1-64 MiB, >= 64 MiB (every observation). */
+#define CAL_NRANGES 3
+typedef struct cal_range_error {
+  const char *range;
+  int n;
+  double mape_before, mape_after; /* percent */
+} cal_range_error;
+void cal_range_errors(const cal_result *r, const cal_obs *obs, cal_range_error out[CAL_NRANGES]);
+
+#endif
