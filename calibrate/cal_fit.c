@@ -572,7 +572,7 @@ char *cal_params_json(const cal_result *r) {
   return s;
 }
 
-int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err *err) {
+int cal_params_list(const char *json, const char *origin, char *buf, size_t n, pp_err *err) {
   json_error_t je;
   json_t *o = json_loads(json ? json : "", 0, &je);
   if (!o || !json_is_object(o)) {
@@ -583,6 +583,8 @@ int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err 
   const char *name;
   json_t *e;
   int rc = PP_OK;
+  size_t at = 0;
+  buf[0] = '\0';
   json_object_foreach(o, name, e) {
     json_t *v = json_object_get(e, "value"), *inf = json_object_get(e, "informed");
     if (!json_is_object(e) || !json_is_number(v) || !json_is_boolean(inf)) {
@@ -591,12 +593,20 @@ int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err 
       break;
     }
     if (!json_is_true(inf)) continue;
-    pp_err e2 = {0};
-    if (cm_params_set(p, name, json_number_value(v), &e2)) {
-      rc = pp_err_set(err, PP_INPUT, "%s: parameters.%.40s: %s", origin, name, e2.msg);
+    int k = snprintf(buf + at, n - at, "%s%s=%.17g", at ? "," : "", name, json_number_value(v));
+    if (k < 0 || (size_t)k >= n - at) {
+      rc = pp_err_set(err, PP_INPUT, "%s: parameters: too many to list", origin);
       break;
     }
+    at += (size_t)k;
   }
   json_decref(o);
   return rc;
+}
+
+int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err *err) {
+  char list[1024];
+  if (cal_params_list(json, origin, list, sizeof list, err)) return err->code;
+  if (list[0] && cm_params_apply(p, list, err)) return pp_err_prefix(err, "%s", origin);
+  return PP_OK;
 }

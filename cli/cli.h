@@ -54,6 +54,16 @@ json_t *cli_breakdown_json(const cm_breakdown *t);
 int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
              store_score *sc, json_t *breakdown, store_measurement *ms, size_t n,
              size_t *added, pp_err *err);
+/* --calibration SEL (NULL or "none": nothing; "latest": the newest of a cluster of c's name;
+ * or an id) read from the store `db` (NULL: podplan.db): its fitted values applied to p, *id
+ * its id (0 for none). A calibration of another cluster is refused. Prints the error and
+ * returns the exit status, or 0. */
+int cli_calibration(const char *cmd, const char *sel, const char *db, const spec_cluster *c,
+                    cm_params *p, int64_t *id);
+/* The same for a command that spans clusters (study): the calibration (latest: the newest of
+ * any cluster) as its cluster's name and a cm_params_apply list of its values. */
+int cli_calibration_list(const char *cmd, const char *sel, const char *db, char *cluster,
+                         size_t ncluster, char *list, size_t nlist, int64_t *id);
 /* For subcommands not implemented yet: -h prints usage and exits 0, anything else
  * says "not implemented yet" and exits 2. */
 int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);

@@ -11,9 +11,9 @@
 
 static const char usage[] =
     "usage: podplan predict --model M --cluster C [--gpus N] --plan P [--param name=value,...]\n"
-    "                       [--calibration ID] [--db F] [--json]\n"
+    "                       [--calibration ID|latest|none] [--db F] [--json]\n"
     "       podplan predict --cluster C [--gpus N] --collective NAME --bytes S[,S...]\n"
-    "                       [--param name=value,...] [--json]\n"
+    "                       [--param name=value,...] [--calibration ID|latest|none] [--json]\n"
     "\n"
     "Scores one plan with the analytical cost model: iteration time and its breakdown (compute,\n"
     "exposed TP/CP/EP communication, pipeline bubble, p2p, DP communication, optimizer),\n"
@@ -26,8 +26,11 @@ static const char usage[] =
     "  --plan P           \"tp=8,pp=16,dp=8,mbs=1,gbs=1536,...\" or a plan JSON file\n"
     "  --param LIST       override cost-model parameters, e.g. flash_attention=0,eff.net=0.9\n"
     "                     (--param help lists them with their defaults)\n"
-    "  --calibration ID   use that stored calibration (calibrations arrive with 'calibrate')\n"
-    "  --db F             store the score (source costmodel) in F\n"
+    "  --calibration SEL  the fitted values of a stored calibration of this cluster (an id, or\n"
+    "                     latest; default none: the published defaults), read from --db or\n"
+    "                     podplan.db; --param still overrides them; the score records it\n"
+    "  --db F             store the score (source costmodel) in F (with --collective: only\n"
+    "                     where --calibration is read from)\n"
     "  --json             one JSON object: iter_time_s, tokens_per_s, model_tflops_per_gpu, mfu,\n"
     "                     hfu, mem_gib_per_gpu, feasible, breakdown (seconds), memory (GiB), ...\n"
     "  --collective NAME  instead of a plan: one collective on a group of all N GPUs, placed as\n"
@@ -127,7 +130,8 @@ static int parse_sizes(const char *arg, double *out, int *n) {
 
 /* --collective: the collective on a group of all the cluster's GPUs, GPU ids in order. */
 static int predict_collective(const char *model, const char *cluster, int gpus, const char *name,
-                              const char *bytes, const char *params, int json) {
+                              const char *bytes, const char *params, const char *calib,
+                              const char *db, int json) {
   cm_coll coll;
   if (cm_coll_lookup(name, &coll))
     return cli_usage_error(CMD, "--collective: unknown collective '%.40s' (all_reduce, "
@@ -148,6 +152,9 @@ static int predict_collective(const char *model, const char *cluster, int gpus, 
       spec_cluster_load(cluster, gpus, &cl, &err))
     return cli_fail(CMD, &err);
   cm_params_default(&m, &prm);
+  int64_t cid;
+  int rc = cli_calibration(CMD, calib, db, &cl, &prm, &cid);
+  if (rc) return rc;
   if ((params && cm_params_apply(&prm, params, &err)) || cm_model_create(&m, &cl, &prm, &cm, &err))
     return cli_fail(CMD, &err);
   cm_place pl;
@@ -174,6 +181,7 @@ static int predict_collective(const char *model, const char *cluster, int gpus, 
   if (json) {
     json_t *o = json_pack("{s:s, s:s, s:i, s:o}", "collective", name, "cluster", cl.name, "gpus",
                           cl.gpus, "rows", rows);
+    json_object_set_new(o, "calibration_id", cid ? json_integer(cid) : json_null());
     json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);
@@ -185,8 +193,9 @@ static int predict_collective(const char *model, const char *cluster, int gpus, 
 }
 
 static int save_score(const char *db, const spec_model *m, const spec_cluster *c,
-                       const spec_plan *p, const cm_result *r, pp_err *err) {
-  store_score sc = {.source = STORE_SRC_COSTMODEL, .iter_time_s = r->iter_time_s,
+                       const spec_plan *p, const cm_result *r, int64_t calib, pp_err *err) {
+  store_score sc = {.source = STORE_SRC_COSTMODEL, .calibration_id = calib,
+                    .iter_time_s = r->iter_time_s,
                     .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
                     .mem_gib = r->mem_gib_per_gpu, .feasible = r->feasible};
   return cli_save(db, m, c, p, &sc, cli_breakdown_json(&r->t), NULL, 0, NULL, err);
@@ -201,8 +210,8 @@ int cmd_predict(int argc, char **argv) {
       {"collective", required_argument, NULL, 'L'}, {"bytes", required_argument, NULL, 'B'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   const char *model = NULL, *cluster = NULL, *plan = NULL, *db = NULL, *params = NULL;
-  const char *coll = NULL, *bytes = NULL;
-  int gpus = 0, json = 0, first = 1, c, calib = 0;
+  const char *coll = NULL, *bytes = NULL, *calib = NULL;
+  int gpus = 0, json = 0, first = 1, c;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
     case 'h': fputs(usage, stdout); return 0;
@@ -213,9 +222,7 @@ int cmd_predict(int argc, char **argv) {
       break;
     case 'p': plan = optarg; break;
     case 'P': params = optarg; break;
-    case 'C':
-      if (cli_int(CMD, "--calibration", optarg, 1, 2147483647, &calib)) return 2;
-      break;
+    case 'C': calib = optarg; break;
     case 'd': db = optarg; break;
     case 'j': json = 1; break;
     case 'L': coll = optarg; break;
@@ -226,9 +233,8 @@ int cmd_predict(int argc, char **argv) {
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
   if (coll || bytes) {
     if (!coll) return cli_usage_error(CMD, "--bytes needs --collective");
-    if (plan || db || calib)
-      return cli_usage_error(CMD, "--collective takes no --plan, --db or --calibration");
-    return predict_collective(model, cluster, gpus, coll, bytes, params, json);
+    if (plan) return cli_usage_error(CMD, "--collective takes no --plan");
+    return predict_collective(model, cluster, gpus, coll, bytes, params, calib, db, json);
   }
   spec_model m;
   pp_err err = {0};
@@ -236,10 +242,6 @@ int cmd_predict(int argc, char **argv) {
     if (model && spec_model_load(model, &m, &err)) return cli_fail(CMD, &err);
     param_help(model ? &m : NULL);
     return 0;
-  }
-  if (calib) {
-    pp_err_set(&err, PP_NOTFOUND, "--calibration %d: no calibrations exist yet", calib);
-    return cli_fail(CMD, &err);
   }
   spec_cluster cl;
   spec_plan p;
@@ -250,8 +252,10 @@ int cmd_predict(int argc, char **argv) {
   cm_model *cm = NULL;
   cm_result r;
   char text[SPEC_PLAN_STR_MAX] = "(non-uniform)";
+  int64_t cid = 0;
+  if ((rc = cli_calibration(CMD, calib, db, &cl, &prm, &cid))) goto done;
   if ((params && cm_params_apply(&prm, params, &err)) || cm_model_create(&m, &cl, &prm, &cm, &err) ||
-      cm_eval(cm, &p, &r, &err) || (db && save_score(db, &m, &cl, &p, &r, &err))) {
+      cm_eval(cm, &p, &r, &err) || (db && save_score(db, &m, &cl, &p, &r, cid, &err))) {
     rc = cli_fail(CMD, &err);
     goto done;
   }
@@ -270,6 +274,7 @@ int cmd_predict(int argc, char **argv) {
         "bottleneck_stage", r.bottleneck_stage, "model", m.name, "cluster", cl.name, "gpus",
         cl.gpus, "plan", json_loads(pj, 0, NULL));
     free(pj);
+    json_object_set_new(o, "calibration_id", cid ? json_integer(cid) : json_null());
     if (cl.nvlink.domain_gpus_hw) /* the job uses a partition of each NVLink domain */
       json_object_set_new(o, "nvlink_partition",
                           json_pack("{s:i, s:i}", "domain_gpus_used", cl.nvlink.domain_gpus,

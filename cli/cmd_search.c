@@ -21,7 +21,7 @@ static const char usage_head[] =
     "                      --method exhaustive|megatron|two-level|global|all\n"
     "                      [--top K] [--simulate K] [--threads N] [--time-limit S]\n"
     "                      [--gap G] [--island node|domain] [--alpa-defaults]\n"
-    "                      [--layer-clusters L] [space options] [--calibration none]\n"
+    "                      [--layer-clusters L] [space options] [--calibration SEL]\n"
     "                      [--db F] [--json]\n"
     "\n"
     "Searches the plans of a model on a cluster for a global batch with one method on the\n"
@@ -46,7 +46,9 @@ static const char usage_head[] =
     "  --island I         two-level: the fast island is the node (default) or the NVLink domain\n"
     "  --alpa-defaults    two-level: Alpa's GPT benchmark settings\n"
     "  --layer-clusters L two-level: layers clustered for the inter-op DP (default: Alpa's)\n"
-    "  --calibration none the cost model's published defaults (calibrations: not yet)\n"
+    "  --calibration SEL  a stored calibration of the cluster (id or latest; default none: the\n"
+    "                     published defaults), as for predict; a calibrated search is its own\n"
+    "                     run, its scores record the calibration\n"
     "  --db F             store file (default podplan.db)\n"
     "  --json             one JSON object: method, evaluations, wall_s, best, best_iter_time_s,\n"
     "                     lower_bound_s and gap (global), space_size, plans_found,\n"
@@ -108,6 +110,9 @@ typedef struct args {
   /* space options in the order given: applied once the space exists */
   int nspace;
   const char *space_name[MAX_SPACE_OPTS], *space_value[MAX_SPACE_OPTS];
+  /* the cost model's parameters: the defaults, then the --calibration's values (calib_id) */
+  cm_params prm;
+  int64_t calib_id;
 } args;
 
 /* A number of seconds or a gap: finite and >= 0. */
@@ -204,18 +209,6 @@ static int check_method_opts(const args *a, search_method m) {
   return 0;
 }
 
-/* --calibration: none (or absent) is all there is until calibrations are stored. */
-static int check_calibration(const char *cal) {
-  if (!cal || !strcmp(cal, "none")) return 0;
-  char *end;
-  long id = strtol(cal, &end, 10);
-  if (strcmp(cal, "latest") && (end == cal || *end || id < 1))
-    return cli_usage_error(CMD, "--calibration: '%s' is not an id, latest or none", cal);
-  pp_err err = {0};
-  pp_err_set(&err, PP_NOTFOUND, "--calibration %s: no calibrations exist yet", cal);
-  return cli_fail(CMD, &err);
-}
-
 /* The key of the run in the store: the options that change its result, in a fixed order. */
 static void run_key(const search_opts *o, char *buf, size_t n) {
   char space[512];
@@ -285,13 +278,13 @@ typedef struct run_ctx {
 } run_ctx;
 
 /* Scored plans of search entries, for the store (breakdowns as JSON text, freed by free_scored). */
-static store_scored_plan *to_scored(const search_entry *e, int n) {
+static store_scored_plan *to_scored(const search_entry *e, int n, int64_t calib) {
   store_scored_plan *s = calloc((size_t)(n ? n : 1), sizeof *s);
   if (!s) return NULL;
   for (int i = 0; i < n; i++) {
     json_t *bd = cli_breakdown_json(&e[i].cm.t);
     s[i].plan = &e[i].plan;
-    s[i].score = (store_score){.iter_time_s = e[i].cm.iter_time_s,
+    s[i].score = (store_score){.calibration_id = calib, .iter_time_s = e[i].cm.iter_time_s,
                                .tokens_per_s = e[i].cm.tokens_per_s, .mfu = e[i].cm.mfu,
                                .mem_gib = e[i].cm.mem_gib_per_gpu, .feasible = e[i].cm.feasible,
                                .breakdown_json = bd ? json_dumps(bd, JSON_COMPACT) : NULL};
@@ -309,7 +302,7 @@ static void free_scored(store_scored_plan *s, int n) {
 static int on_unit(const search_unit_report *r, void *vctx) {
   run_ctx *x = vctx;
   if (!x->st) return 0; /* ranks other than 0 keep nothing: rank 0 stores the merged result */
-  store_scored_plan *sp = to_scored(r->top, r->ntop);
+  store_scored_plan *sp = to_scored(r->top, r->ntop, x->a->calib_id);
   if (!sp) {
     pp_err_set(&x->err, PP_NOMEM, "search: out of memory");
     return 1;
@@ -372,6 +365,10 @@ static int begin_run(const args *a, const job *j, const search_comm *comm, const
   if (j->rank == 0) {
     char key[1024];
     run_key(o, key, sizeof key);
+    if (a->calib_id) { /* a calibrated search is another run */
+      size_t l = strlen(key);
+      snprintf(key + l, sizeof key - l, ",calibration=%lld", (long long)a->calib_id);
+    }
     char space[512];
     search_space_describe(&o->space, space, sizeof space);
     json_t *pj = json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:s}", "method",
@@ -522,7 +519,8 @@ static int simulate_top(const args *a, cm_model *cm, search_result *r, run_ctx *
     json_object_set_new(bd, "messages", json_integer((json_int_t)sr.messages));
     char *bds = json_dumps(bd, JSON_COMPACT);
     json_decref(bd);
-    store_scored_plan sp = {&e->plan, {.iter_time_s = sr.iter_time_s,
+    store_scored_plan sp = {&e->plan, {.calibration_id = a->calib_id,
+                                       .iter_time_s = sr.iter_time_s,
                                        .tokens_per_s = at.tokens_per_s, .mfu = at.mfu,
                                        .mem_gib = e->cm.mem_gib_per_gpu,
                                        .feasible = e->cm.feasible, .breakdown_json = bds}};
@@ -610,6 +608,7 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
   json_object_set_new(o, "method", json_string(search_method_name(r->method)));
   json_object_set_new(o, "evaluations", json_integer(r->evaluations));
   json_object_set_new(o, "wall_s", json_real(r->wall_s));
+  json_object_set_new(o, "calibration_id", a->calib_id ? json_integer(a->calib_id) : json_null());
   json_object_set_new(o, "best", b ? plan_json(&b->plan) : json_null());
   json_object_set_new(o, "best_plan_id", b ? json_integer(sm->best_plan_id) : json_null());
   json_object_set_new(o, "best_iter_time_s", b ? json_real(b->cm.iter_time_s) : json_null());
@@ -699,9 +698,7 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
   o.alpa_defaults = a->alpa;
   o.layer_clusters = a->layer_clusters;
   if (j.size > 1) o.comm = &comm;
-  cm_params prm;
-  cm_params_default(&m, &prm);
-
+  cm_params prm = a->prm;
   cm_model *cm = NULL;
   run_ctx x = {.a = a, .tty = isatty(2)};
   store_search_state state;
@@ -725,8 +722,10 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
     goto done;
   }
   if (j.rank == 0 && !a->json) {
-    printf("%s on %s (%d GPUs), global batch %d, method %s\n", m.name, c.name, c.gpus, a->gbs,
+    printf("%s on %s (%d GPUs), global batch %d, method %s", m.name, c.name, c.gpus, a->gbs,
            search_method_name(method));
+    if (a->calib_id) printf(", calibration %lld", (long long)a->calib_id);
+    putchar('\n');
     /* the space is known before the search: say how large it is */
     if (space < 1e15)
       printf("space: %.0f plans in %d units\n", space, units);
@@ -784,7 +783,7 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
              o.time_limit_s, r.evaluations, closest ? "; " : "", closest ? r.why : "");
     memcpy(r.why, why, sizeof why);
   }
-  store_scored_plan *sp = to_scored(r.top, r.ntop);
+  store_scored_plan *sp = to_scored(r.top, r.ntop, a->calib_id);
   store_search_summary sum = {r.evaluations, r.feasible, r.pruned, r.units_done, r.complete,
                               r.space_size, r.wall_s, r.lower_bound_s, r.gap, sp, r.ntop};
   rc = sp ? store_search_finish(x.st, x.run_id, &sum, &sm.best_plan_id, &err)
@@ -859,7 +858,6 @@ int cmd_search(int argc, char **argv) {
     return fail(&pre, &err, 0);
   }
   if (!all && (rc = check_method_opts(&a, method))) return rc;
-  if ((rc = check_calibration(a.calibration))) return rc;
   search_space probe;
   search_space_default(a.gbs, &probe);
   for (int i = 0; i < a.nspace; i++)
@@ -870,6 +868,8 @@ int cmd_search(int argc, char **argv) {
   if (spec_model_load(a.model, &m, &err) || spec_cluster_load(a.cluster, a.gpus, &c, &err) ||
       spec_pair_validate(&m, &c, &err))
     return fail(&pre, &err, 0);
+  cm_params_default(&m, &a.prm);
+  if ((rc = cli_calibration(CMD, a.calibration, a.db, &c, &a.prm, &a.calib_id))) return rc;
 
   job j;
   if (job_init(&j, &err)) return fail(&pre, &err, 0);

@@ -13,7 +13,8 @@
 static const char usage[] =
     "usage: podplan simulate --model M --cluster C [--gpus N] --plan P [--param name=value,...]\n"
     "                        [--fidelity fast|step] [--per-layer] [--trace out.json]\n"
-    "                        [--platform-out F.xml] [--db F] [--json]\n"
+    "                        [--platform-out F.xml] [--calibration ID|latest|none] [--db F]\n"
+    "                        [--json]\n"
     "\n"
     "Simulates one training iteration of the plan in SimGrid: every GPU runs its pipeline\n"
     "schedule (compute times from the cost model), its TP/SP, CP and EP communication, its\n"
@@ -23,6 +24,8 @@ static const char usage[] =
     "beside it, the wall time of the simulation and the utilisation of each level's links.\n"
     "\n"
     "  --model M, --cluster C, --gpus N, --plan P, --param LIST   as for predict\n"
+    "  --calibration SEL  as for predict: the simulator's collectives and compute take the\n"
+    "                     calibrated values (they come from the cost model)\n"
     "  --fidelity F       fast: each collective's steady-state flows (default); step: every\n"
     "                     message of every ring step (slow beyond a few hundred GPUs)\n"
     "  --per-layer        run every collective of every layer by itself (fast fidelity's\n"
@@ -64,12 +67,13 @@ static int write_trace(const char *path, const sim_result *r, int gpus, const ch
 
 static int save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
                 const sim_result *r, double tokens_per_s, double mfu, const cm_result *pr,
-                pp_err *err) {
+                int64_t calib, pp_err *err) {
   json_t *bd = cli_breakdown_json(&r->t);
   /* how the simulation ran, so a stored score says what produced it */
   json_object_set_new(bd, "sim_wall_s", json_real(r->sim_wall_s));
   json_object_set_new(bd, "messages", json_integer((json_int_t)r->messages));
-  store_score sc = {.source = STORE_SRC_SIM, .iter_time_s = r->iter_time_s,
+  store_score sc = {.source = STORE_SRC_SIM, .calibration_id = calib,
+                    .iter_time_s = r->iter_time_s,
                     .tokens_per_s = tokens_per_s, .mfu = mfu, .mem_gib = pr->mem_gib_per_gpu,
                     .feasible = pr->feasible};
   return cli_save(db, m, c, p, &sc, bd, NULL, 0, NULL, err);
@@ -82,10 +86,10 @@ int cmd_simulate(int argc, char **argv) {
       {"param", required_argument, NULL, 'P'},     {"fidelity", required_argument, NULL, 'f'},
       {"trace", required_argument, NULL, 't'},     {"platform-out", required_argument, NULL, 'x'},
       {"db", required_argument, NULL, 'd'},        {"json", no_argument, NULL, 'j'},
-      {"per-layer", no_argument, NULL, 'L'},       {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+      {"per-layer", no_argument, NULL, 'L'},       {"calibration", required_argument, NULL, 'C'},
+      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
   const char *model = NULL, *cluster = NULL, *plan = NULL, *params = NULL, *trace = NULL,
-             *platform = NULL, *db = NULL;
+             *platform = NULL, *db = NULL, *calib = NULL;
   int gpus = 0, json = 0, first = 1, c, per_layer = 0;
   sim_fidelity fid = SIM_FAST;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
@@ -111,6 +115,7 @@ int cmd_simulate(int argc, char **argv) {
     case 'd': db = optarg; break;
     case 'j': json = 1; break;
     case 'L': per_layer = 1; break;
+    case 'C': calib = optarg; break;
     default: return 2;
     }
   }
@@ -128,6 +133,8 @@ int cmd_simulate(int argc, char **argv) {
   sim_result r;
   memset(&r, 0, sizeof r);
   sim_opts o = {fid, platform, trace != NULL, per_layer};
+  int64_t cid = 0;
+  if ((rc = cli_calibration(CMD, calib, db, &cl, &prm, &cid))) goto done;
   if ((params && cm_params_apply(&prm, params, &err)) ||
       cm_model_create(&m, &cl, &prm, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
       sim_run(cm, &p, &o, &r, &err)) {
@@ -149,7 +156,7 @@ int cmd_simulate(int argc, char **argv) {
       goto done;
     }
   }
-  if (db && save(db, &m, &cl, &p, &r, tps, mfu, &pr, &err)) {
+  if (db && save(db, &m, &cl, &p, &r, tps, mfu, &pr, cid, &err)) {
     rc = cli_fail(CMD, &err);
     goto done;
   }
@@ -170,6 +177,7 @@ int cmd_simulate(int argc, char **argv) {
         m.name, "cluster", cl.name, "gpus", cl.gpus, "fidelity",
         fid == SIM_FAST ? "fast" : "step", "plan", json_loads(pj, 0, NULL));
     free(pj);
+    json_object_set_new(out, "calibration_id", cid ? json_integer(cid) : json_null());
     json_dumpf(out, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(out);

@@ -7,6 +7,7 @@
 
 static const char usage[] =
     "usage: podplan study pillar|validate|capacity [--db F] [--out DIR] [--data F]\n"
+    "                                              [--calibration ID|latest|none]\n"
     "\n"
     "  validate   the cost model against published training runs (SC'21, Korthikanti et al.,\n"
     "             MT-NLG; NeMo, MPT and SC'21 Table 2 kept aside): per-row predicted vs\n"
@@ -21,6 +22,9 @@ static const char usage[] =
     "  --out DIR    write DIR/validate.csv and DIR/validate_rank.csv\n"
     "  --data F     a published-runs CSV instead of the copy built into podplan\n"
     "                (benchmarks/data/published_runs.csv; its README lists the columns)\n"
+    "  --calibration SEL  validate: the rows on the calibrated cluster take its fitted values\n"
+    "                (an id, or latest: the newest of any cluster; read from --db or\n"
+    "                podplan.db); their scores record it\n"
     "  -h, --help   this text\n";
 
 static const char *const CMD = "study";
@@ -29,9 +33,11 @@ int cmd_study(int argc, char **argv) {
   static const struct option longs[] = {{"db", required_argument, NULL, 'd'},
                                         {"out", required_argument, NULL, 'o'},
                                         {"data", required_argument, NULL, 'D'},
+                                        {"calibration", required_argument, NULL, 'C'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   study_validate_opts o = {0};
+  const char *calib = NULL;
   int first = 1, c;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
@@ -39,6 +45,7 @@ int cmd_study(int argc, char **argv) {
     case 'd': o.db = optarg; break;
     case 'o': o.out_dir = optarg; break;
     case 'D': o.data = optarg; break;
+    case 'C': calib = optarg; break;
     default: return 2;
     }
   }
@@ -51,6 +58,12 @@ int cmd_study(int argc, char **argv) {
   }
   if (strcmp(which, "validate") != 0)
     return cli_usage_error(CMD, "unknown study '%s' (pillar, validate, capacity)", which);
+  char cal_cluster[64], cal_list[1024];
+  int64_t cid;
+  int rc = cli_calibration_list(CMD, calib, o.db, cal_cluster, sizeof cal_cluster, cal_list,
+                                sizeof cal_list, &cid);
+  if (rc) return rc;
+  if (cid) o.calib_cluster = cal_cluster, o.calib_params = cal_list, o.calib_id = cid;
   study_validate_summary sum;
   pp_err err = {0};
   if (study_validate(&o, &sum, &err)) return cli_fail(CMD, &err);

@@ -165,16 +165,19 @@ int store_latest_calibration(store *s, const char *cluster_name, int64_t *id, pp
   sqlite3_stmt *st = NULL;
   if (store__prepare(s,
                      "SELECT k.id FROM calibrations k JOIN clusters c ON c.id = k.cluster_id"
-                     " WHERE c.name = ? ORDER BY k.id DESC LIMIT 1",
+                     " WHERE ?1 IS NULL OR c.name = ?1 ORDER BY k.id DESC LIMIT 1",
                      &st, err))
     return err->code;
-  sqlite3_bind_text(st, 1, cluster_name, -1, SQLITE_STATIC);
+  if (cluster_name)
+    sqlite3_bind_text(st, 1, cluster_name, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 1);
   int rc = sqlite3_step(st), ret = PP_OK;
   if (rc == SQLITE_ROW)
     *id = sqlite3_column_int64(st, 0);
   else if (rc == SQLITE_DONE)
-    ret = pp_err_set(err, PP_NOTFOUND, "%s: no calibration of cluster %s", s->path,
-                     cluster_name);
+    ret = pp_err_set(err, PP_NOTFOUND, "%s: no calibration%s%s", s->path,
+                     cluster_name ? " of cluster " : "", cluster_name ? cluster_name : "");
   else
     ret = store__fail(s->db, s->path, "finding the latest calibration", rc, err);
   sqlite3_finalize(st);

@@ -115,7 +115,6 @@ static int load_state(store *s, store_search_state *o, pp_err *err) {
                      " JOIN plans p ON p.id = cp.plan_id"
                      " LEFT JOIN scores sc ON sc.plan_id = cp.plan_id"
                      "  AND sc.search_run_id = c.search_run_id AND sc.source = 'costmodel'"
-                     "  AND sc.calibration_id IS NULL"
                      " WHERE c.search_run_id = ? AND c.complete = 1 AND c.unit < ?"
                      " GROUP BY cp.plan_id ORDER BY sc.iter_time_s, p.hash",
                      &st, err))

@@ -30,6 +30,7 @@ typedef struct row_result {
   char plan[SPEC_PLAN_STR_MAX];
   double published_s, predicted_s, err_pct, mem_gib;
   int feasible;
+  int calibrated;       /* 1: the calibration's values were applied */
   cm_result r;
   spec_model m;
   spec_cluster c;
@@ -71,8 +72,8 @@ static int build_model(const study__csv *c, char **row, const char *origin, spec
   return rc;
 }
 
-static int build_row(const study__csv *c, char **row, row_result *rr, cm_params *prm,
-                     pp_err *err) {
+static int build_row(const study__csv *c, char **row, const study_validate_opts *o,
+                     row_result *rr, cm_params *prm, pp_err *err) {
   char origin[64];
   snprintf(origin, sizeof origin, "row %s", F(c, row, "row"));
   double gpus;
@@ -97,6 +98,11 @@ static int build_row(const study__csv *c, char **row, row_result *rr, cm_params 
     return pp_err_prefix(err, "%s", origin);
   spec_plan_format(&rr->p, rr->plan, sizeof rr->plan, err);
   cm_params_default(&rr->m, prm);
+  if (o->calib_params && o->calib_cluster && strcmp(F(c, row, "cluster"), o->calib_cluster) == 0) {
+    if (cm_params_apply(prm, o->calib_params, err))
+      return pp_err_prefix(err, "%s: calibration %lld", origin, o->calib_id);
+    rr->calibrated = 1;
+  }
   if (cm_params_apply(prm, F(c, row, "params"), err)) return pp_err_prefix(err, "%s", origin);
   return PP_OK;
 }
@@ -243,7 +249,8 @@ static int write_rank_csv(const char *dir, const study_validate_summary *sum, pp
   return PP_OK;
 }
 
-static int store_rows(const char *db, const row_result *rs, int n, pp_err *err) {
+static int store_rows(const char *db, const row_result *rs, int n, long long calib_id,
+                      pp_err *err) {
   store *s = NULL;
   if (store_open(db, NULL, &s, err) || store_begin(s, err)) {
     store_close(s);
@@ -261,6 +268,7 @@ static int store_rows(const char *db, const row_result *rs, int n, pp_err *err) 
     sc.tokens_per_s = r->p.gbs * (double)r->m.seq_len / r->published_s;
     if (store_put_score(s, &sc, NULL, err)) goto fail;
     sc.source = STORE_SRC_COSTMODEL;
+    sc.calibration_id = r->calibrated ? calib_id : 0;
     sc.iter_time_s = r->predicted_s;
     sc.tokens_per_s = r->r.tokens_per_s;
     sc.mfu = r->r.mfu;
@@ -389,8 +397,8 @@ static void note_memory(study_validate_summary *sum, int row, const spec_cluster
 /* A row that study validate skips still names a configuration that trained: its memory is
  * checked when it states what memory depends on (the model's name, the plan, the
  * batch, recompute, the cluster); otherwise it is counted as incomplete. */
-static int skipped_memory(const study__csv *c, char **row, study_validate_summary *sum,
-                          pp_err *err) {
+static int skipped_memory(const study__csv *c, char **row, const study_validate_opts *o,
+                          study_validate_summary *sum, pp_err *err) {
   const char *need[] = {"model_name", "tp",        "pp",         "dp",
                         "micro_batch", "global_batch", "recompute", "cluster"};
   for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
@@ -402,7 +410,7 @@ static int skipped_memory(const study__csv *c, char **row, study_validate_summar
   cm_params prm;
   cm_model *cm = NULL;
   int rc = PP_OK;
-  if (build_row(c, row, &rr, &prm, err) || cm_model_create(&rr.m, &rr.c, &prm, &cm, err) ||
+  if (build_row(c, row, o, &rr, &prm, err) || cm_model_create(&rr.m, &rr.c, &prm, &cm, err) ||
       cm_eval(cm, &rr.p, &rr.r, err))
     rc = err->code;
   else
@@ -447,13 +455,13 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
     if (strcmp(set, "target") && strcmp(set, "holdout")) {
       sum->skipped++;
       fprintf(out, "%-4s %-8s skipped: %s\n", F(&csv, row, "row"), "-", F(&csv, row, "skip_reason"));
-      if ((rc = skipped_memory(&csv, row, sum, err))) goto done;
+      if ((rc = skipped_memory(&csv, row, o, sum, err))) goto done;
       continue;
     }
     row_result *rr = &rs[n];
     cm_params prm;
     cm_model *cm = NULL;
-    if (build_row(&csv, row, rr, &prm, err) || cm_model_create(&rr->m, &rr->c, &prm, &cm, err) ||
+    if (build_row(&csv, row, o, rr, &prm, err) || cm_model_create(&rr->m, &rr->c, &prm, &cm, err) ||
         cm_eval(cm, &rr->p, &rr->r, err) || published_time(&csv, row, rr, &rr->published_s, err)) {
       cm_model_destroy(cm);
       spec_plan_clear(&rr->p);
@@ -477,6 +485,7 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
             set, rr->source, rr->model, rr->gpus, shape, rr->published_s, rr->predicted_s,
             rr->err_pct, rr->mem_gib, rr->feasible ? "" : " DOES NOT FIT");
     sum->used++;
+    sum->calibrated += rr->calibrated;
     note_memory(sum, rr->row, &rr->c, &rr->r);
     sum->infeasible += !rr->feasible;
     sum->target_infeasible += !rr->feasible && strcmp(set, "target") == 0;
@@ -484,6 +493,9 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
     acc_add(by_set, &nset, 4, set, rr->err_pct);
     n++;
   }
+  if (o->calib_params)
+    fprintf(out, "\ncalibration %lld (cluster %s) applied to %d of the predicted rows\n",
+            o->calib_id, o->calib_cluster, sum->calibrated);
   fprintf(out, "\nMAPE of iteration time (error = predicted / published - 1):\n");
   for (int i = 0; i < nsrc; i++)
     fprintf(out, "  %-12s %3d rows  MAPE %5.1f%%  max %5.1f%%\n", by_src[i].name, by_src[i].n,
@@ -512,7 +524,7 @@ int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp
   if (o->out_dir && ((rc = write_csv(o->out_dir, rs, n, err)) ||
                      (rc = write_rank_csv(o->out_dir, sum, err))))
     goto done;
-  if (o->db && (rc = store_rows(o->db, rs, n, err))) goto done;
+  if (o->db && (rc = store_rows(o->db, rs, n, o->calib_id, err))) goto done;
 done:
   for (int i = 0; i < n; i++) spec_plan_clear(&rs[i].p);
   free(rs);

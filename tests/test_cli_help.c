@@ -8,7 +8,7 @@
 static const char *const commands[] = {"presets", "check",  "predict",   "simulate",
                                        "search",  "study",  "run",       "bench",
                                        "import",  "calibrate", "export", "report"};
-static const char *const not_yet[] = {"calibrate", "report"};
+static const char *const not_yet[] = {"report"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 int main(int argc, char **argv) {
@@ -82,6 +82,10 @@ int main(int argc, char **argv) {
       {{"study", "everything", NULL}, "unknown study 'everything'"},
       {{"check", "--modle", "x", NULL}, "unknown option '--modle'"},
       {{"check", "-x", NULL}, "unknown option '-x'"},
+      {{"calibrate", NULL}, "--cluster is required"},
+      {{"calibrate", "--cluster", "dgx-h100", "--kind", "iter", NULL}, "--kind: 'iter'"},
+      {{"predict", "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--plan", "tp=8,gbs=8",
+        "--calibration", "newest", NULL}, "--calibration: 'newest' is not an id"},
   };
   for (size_t i = 0; i < N(bad); i++) {
     char *a[16] = {bin};

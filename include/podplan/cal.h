@@ -85,6 +85,8 @@ char *cal_params_json(const cal_result *r);
 /* Applies a calibration's JSON (cal_params_json) to p: every informed parameter's value.
  * PP_INPUT naming `origin` and the field for malformed JSON or an out-of-range value. */
 int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err *err);
+/* The same values as a cm_params_apply list ("name=value,...") in buf[n]. */
+int cal_params_list(const char *json, const char *origin, char *buf, size_t n, pp_err *err);
 
 /* A stored measurement (row id `id`) as an observation on cluster c: 1, or 0 with the reason
  * it is left out in *why (another kind, a CPU measurement on a GPU cluster, a run's group). */

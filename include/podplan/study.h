@@ -15,6 +15,11 @@ typedef struct study_validate_opts {
   const char *out_dir; /* where validate.csv goes; NULL: nowhere */
   const char *db;      /* store the published and predicted scores here; NULL: nowhere */
   FILE *out;           /* the table and the MAPE summary; NULL: stdout */
+  /* a calibration (podplan calibrate): the rows on a cluster named calib_cluster take its
+   * values (calib_params, a cm_params_apply list) before their own settings, and their
+   * costmodel scores record calib_id; NULL: none */
+  const char *calib_cluster, *calib_params;
+  long long calib_id;
 } study_validate_opts;
 
 /* Kendall's rank correlation of one set of published runs of one model with several plans:
@@ -51,6 +56,7 @@ typedef struct study_validate_summary {
   double coll_multi_max_err;   /* largest |error| among them, percent */
   int coll_flagged;            /* points of systems their authors report as underperforming
                                   (printed, not counted above) */
+  int calibrated;              /* predicted rows that took the calibration's values */
   int rank_groups;             /* sets of runs of one model with at least 3 rows */
   study_rank_group rank[STUDY_RANK_GROUPS];
 } study_validate_summary;
