@@ -35,7 +35,10 @@ static const char *const coll_names[] = {
     "nvlstree.gamma",  "nvlstree.base_us", "pat.half_bytes",  "pat.gamma",
     "pat.base_us",     NULL};
 static const char *const gemm_names[] = {"gemm_eff", "gemm_k_half", "kernel_us", NULL};
-static const char *const *const candidates[CAL_NKINDS] = {coll_names, gemm_names};
+/* whole iterations: constants every run shares (never one per run) */
+static const char *const iter_names[] = {"gemm_eff", "attn_fwd_eff", "attn_bwd_eff", "hbm_eff",
+                                         "eff.nvlink", "eff.net", NULL};
+static const char *const *const candidates[CAL_NKINDS] = {coll_names, gemm_names, iter_names};
 
 const char *const *cal_candidates(cal_kind k) {
   return (unsigned)k < CAL_NKINDS ? candidates[k] : NULL;
@@ -77,16 +80,64 @@ static double predict_one(cm_model *cm, const cal_obs *o) {
   return cm_coll_best(cm, o->coll, o->bytes, &pl, NULL);
 }
 
+/* Sets the values (of names[0..n)) on p. */
+static int set_all(cm_params *p, const char *const *names, const double *v, size_t n,
+                   pp_err *err) {
+  for (size_t j = 0; j < n; j++)
+    if (cm_params_set(p, names[j], v[j], err)) return err->code;
+  return PP_OK;
+}
+
+/* Predicted seconds of observations idx[0..n) with values v of parameters names[0..np) on top
+ * of `prior` (collectives, GEMMs: one model of cluster c) or of a run's own parameters. */
+static int predict_with(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+                        const char *const *names, const double *v, size_t np, const cal_obs *obs,
+                        const size_t *idx, size_t n, double *pred, pp_err *err) {
+  cm_model *shared = NULL;
+  int rc = PP_OK;
+  for (size_t i = 0; i < n && !rc; i++) {
+    const cal_obs *o = &obs[idx ? idx[i] : i];
+    if (o->kind != CAL_ITER) {
+      if (!shared) {
+        cm_params prm = *prior;
+        if ((rc = set_all(&prm, names, v, np, err)) ||
+            (rc = cm_model_create(m, c, &prm, &shared, err)))
+          break;
+      }
+      pred[i] = predict_one(shared, o);
+      continue;
+    }
+    cm_params prm = *o->base;
+    cm_model *cm = NULL;
+    cm_result res;
+    if ((rc = set_all(&prm, names, v, np, err)) ||
+        (rc = cm_model_create(o->model, o->cluster, &prm, &cm, err)) ||
+        (rc = cm_eval(cm, o->plan, &res, err)))
+      rc = pp_err_prefix(err, "calibrate: measurement %zu", (idx ? idx[i] : i) + 1);
+    else
+      pred[i] = res.iter_time_s;
+    cm_model_destroy(cm);
+  }
+  cm_model_destroy(shared);
+  return rc;
+}
+
 /* Predicted seconds of observations idx[0..n) at point u (every tried parameter). */
 static int predict_at(problem *P, const double *u, const size_t *idx, size_t n, double *pred) {
-  cm_params prm = *P->base;
-  for (size_t j = 0; j < P->np; j++)
-    if (cm_params_set(&prm, P->p[j].name, to_value(&P->p[j], u[j]), P->err)) return P->err->code;
-  cm_model *cm = NULL;
-  if (cm_model_create(P->m, P->c, &prm, &cm, P->err)) return P->err->code;
-  for (size_t i = 0; i < n; i++) pred[i] = predict_one(cm, &P->obs[idx[i]]);
-  cm_model_destroy(cm);
-  return PP_OK;
+  const char *names[64];
+  double v[64];
+  for (size_t j = 0; j < P->np && j < 64; j++) names[j] = P->p[j].name, v[j] = to_value(&P->p[j], u[j]);
+  return predict_with(P->m, P->c, P->base, names, v, P->np, P->obs, idx, n, pred, P->err);
+}
+
+int cal_predict(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+                const cal_result *fit, const cal_obs *obs, size_t n, double *pred, pp_err *err) {
+  const char *names[64];
+  double v[64];
+  size_t k = 0;
+  for (size_t j = 0; fit && j < fit->nparams && k < 64; j++)
+    if (fit->params[j].informed) names[k] = fit->params[j].name, v[k++] = fit->params[j].value;
+  return predict_with(m, c, prior, names, v, k, obs, NULL, n, pred, err);
 }
 
 /* log(predicted / measured); a prediction that is not a positive number counts as off by
@@ -163,6 +214,9 @@ static int check_obs(const spec_cluster *c, const cal_obs *o, size_t i, pp_err *
     return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): a collective of %d "
                       "ranks and %g bytes on %s's %d GPUs", i + 1, (long long)o->id, o->ranks,
                       o->bytes, c->name, c->gpus);
+  if (o->kind == CAL_ITER && !(o->model && o->cluster && o->plan && o->base))
+    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu: an iteration without its "
+                      "model, cluster, plan and parameters", i + 1);
   if (o->kind == CAL_GEMM && !(o->m >= 1 && o->n >= 1 && o->k >= 1))
     return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): GEMM shape %gx%gx%g",
                       i + 1, (long long)o->id, o->m, o->n, o->k);
@@ -510,8 +564,11 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
     rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
     goto done;
   }
+  out->nheld = 0;
   for (size_t i = 0; i < n; i++) {
     all[i] = i;
+    out->held[i] |= obs[i].aside != 0; /* kept aside: never fitted, reported as held out */
+    out->nheld += out->held[i];
     if (!out->held[i]) P.use[P.nuse++] = i;
   }
   out->nfit = P.nuse;
@@ -609,4 +666,46 @@ int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err 
   if (cal_params_list(json, origin, list, sizeof list, err)) return err->code;
   if (list[0] && cm_params_apply(p, list, err)) return pp_err_prefix(err, "%s", origin);
   return PP_OK;
+}
+
+int cal_cv(const spec_model *m, const spec_cluster *c, const cm_params *prior, const cal_obs *obs,
+           size_t n, const cal_opts *o, int k, double *cv, pp_err *err) {
+  if (k < 2) return pp_err_set(err, PP_INPUT, "calibrate: %d folds: at least 2", k);
+  size_t *idx = malloc((n + 1) * sizeof *idx), m_in = 0;
+  cal_obs *train = malloc((n + 1) * sizeof *train), *test = malloc((n + 1) * sizeof *test);
+  size_t *where = malloc((n + 1) * sizeof *where);
+  double *pred = malloc((n + 1) * sizeof *pred);
+  int rc = idx && train && test && where && pred ? PP_OK
+                                                 : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  for (size_t i = 0; !rc && i < n; i++) {
+    cv[i] = 0;
+    if (!obs[i].aside) idx[m_in++] = i;
+  }
+  unsigned s = o->seed ? o->seed : 0x9e3779b9u;
+  for (size_t i = m_in; !rc && i > 1; i--) { /* the same shuffle as the hold-out's */
+    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+    size_t j = s % i, t = idx[i - 1];
+    idx[i - 1] = idx[j], idx[j] = t;
+  }
+  cal_opts fo = *o;
+  fo.holdout = 0;
+  for (int f = 0; !rc && f < k; f++) {
+    size_t ntr = 0, nte = 0;
+    for (size_t a = 0; a < m_in; a++)
+      if ((int)(a % (size_t)k) == f)
+        where[nte] = idx[a], test[nte++] = obs[idx[a]];
+      else
+        train[ntr++] = obs[idx[a]];
+    if (!nte) continue;
+    cal_result r;
+    if ((rc = cal_fit(m, c, prior, train, ntr, &fo, &r, err))) {
+      pp_err_prefix(err, "fold %d of %d", f + 1, k);
+      break;
+    }
+    rc = cal_predict(m, c, prior, &r, test, nte, pred, err);
+    for (size_t t = 0; !rc && t < nte; t++) cv[where[t]] = pred[t];
+    cal_result_free(&r);
+  }
+  free(idx), free(train), free(test), free(where), free(pred);
+  return rc;
 }

@@ -111,3 +111,50 @@ char *cal_summary_json(const cal_result *r, const cal_obs *obs) {
   json_decref(o);
   return s;
 }
+
+typedef struct sums {
+  double b, a, c, sb, sa, sc; /* |errors| and errors: before, after, cv */
+} sums;
+
+static void add(sums *x, double meas, double before, double after, double cv) {
+  double eb = before / meas - 1, ea = after / meas - 1, ec = cv > 0 ? cv / meas - 1 : 0;
+  x->b += fabs(eb), x->a += fabs(ea), x->c += fabs(ec), x->sb += eb, x->sa += ea, x->sc += ec;
+}
+
+static void finish(cal_group_error *g, const sums *in, const sums *out) {
+  double n = g->n ? g->n : 1, m = g->aside ? g->aside : 1;
+  g->mape_before = 100 * in->b / n, g->mape_after = 100 * in->a / n, g->mape_cv = 100 * in->c / n;
+  g->bias_before = 100 * in->sb / n, g->bias_after = 100 * in->sa / n, g->bias_cv = 100 * in->sc / n;
+  g->aside_mape_before = 100 * out->b / m, g->aside_mape_after = 100 * out->a / m;
+  g->aside_bias_before = 100 * out->sb / m, g->aside_bias_after = 100 * out->sa / m;
+}
+
+int cal_group_errors(const cal_obs *obs, const char *const *group, size_t n, const double *before,
+                     const double *after, const double *cv, cal_group_error *out, int max) {
+  if (max < 1) return 0;
+  int k = 0;
+  sums in[64] = {{0}}, as[64] = {{0}}, all_in = {0}, all_as = {0};
+  cal_group_error all = {.name = "all"};
+  for (size_t i = 0; i < n; i++) {
+    int g = 0;
+    while (g < k && strcmp(out[g].name, group[i])) g++;
+    if (g == k) {
+      if (k >= max - 1 || k >= 64) continue;
+      out[k++] = (cal_group_error){.name = group[i]};
+    }
+    double c = cv ? cv[i] : 0;
+    if (obs[i].aside) {
+      out[g].aside++, all.aside++;
+      add(&as[g], obs[i].time_s, before[i], after[i], 0);
+      add(&all_as, obs[i].time_s, before[i], after[i], 0);
+    } else {
+      out[g].n++, all.n++;
+      add(&in[g], obs[i].time_s, before[i], after[i], c);
+      add(&all_in, obs[i].time_s, before[i], after[i], c);
+    }
+  }
+  for (int g = 0; g < k; g++) finish(&out[g], &in[g], &as[g]);
+  finish(&all, &all_in, &all_as);
+  out[k++] = all;
+  return k;
+}

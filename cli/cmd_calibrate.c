@@ -7,11 +7,14 @@
 #include "cli.h"
 #ifdef PODPLAN_GSL
 #include "podplan/cal.h"
+#include "podplan/study.h"
 #endif
 
 static const char usage[] =
     "usage: podplan calibrate --cluster C [--gpus N] [--db F] [--kind coll|gemm]\n"
     "                         [--fit NAME,NAME...] [--holdout F] [--seed S] [--robust] [--json]\n"
+    "       podplan calibrate --runs F.csv [--folds K] [--fit NAME,...] [--seed S] [--robust]\n"
+    "                         [--db F] [--json]\n"
     "       podplan calibrate --show ID [--db F] [--json]\n"
     "\n"
     "Fits the cost model's parameters to the measurements stored for the cluster (every size of\n"
@@ -24,6 +27,13 @@ static const char usage[] =
     "calibration with its inputs and residuals. Measurements of other kinds, of a run's groups\n"
     "or of CPUs are left out and counted.\n"
     "\n"
+    "With --runs, fits constants every run shares (GEMM, attention and memory-bound efficiency,\n"
+    "NVLink and NIC efficiency; never one per run) to the iteration times of published runs in\n"
+    "the format of benchmarks/data/published_runs.csv, each run with its own model, cluster,\n"
+    "plan and settings: prints per source the error before, after (in-sample) and\n"
+    "cross-validated (K folds), and the rows kept aside (set holdout) before and after, never\n"
+    "fitted; stores the calibration once per cluster of the fitted runs.\n"
+    "\n"
     "  --cluster C     the cluster (preset, JSON or file) whose measurements to fit\n"
     "  --gpus N        its size (default: the largest group measured)\n"
     "  --db F          store file (default podplan.db)\n"
@@ -33,6 +43,8 @@ static const char usage[] =
     "                  the error on them before and after\n"
     "  --seed S        which ones (default 1)\n"
     "  --robust        Cauchy weights: outliers count less\n"
+    "  --runs F        published runs (CSV) instead of stored measurements\n"
+    "  --folds K       cross-validation folds for --runs (default 5)\n"
     "  --show ID       print stored calibration ID\n"
     "  --json          calibration_id, measurements, params_fitted (name: value, sigma, prior),\n"
     "                  not_informed, mape_before/after, bias_before/after, holdout_mape_before/\n"
@@ -54,8 +66,8 @@ int cmd_calibrate(int argc, char **argv) {
 #else
 
 typedef struct cal_args {
-  const char *cluster, *db, *kind, *fit;
-  int gpus, json, robust, show;
+  const char *cluster, *db, *kind, *fit, *runs;
+  int gpus, json, robust, show, folds;
   unsigned seed;
   double holdout;
 } cal_args;
@@ -221,6 +233,152 @@ static int fit_and_store(const cal_args *a, const spec_cluster *c, inputs *in, p
   return rc;
 }
 
+/* --runs: iteration times of published runs, each on its own model, cluster and plan. */
+typedef struct runs_fit {
+  study_run *runs;
+  int n, skipped;
+  cal_obs *obs;
+  const char **group;
+  double *cv;
+  cal_result r;
+  cal_group_error g[34];
+  int ng;
+} runs_fit;
+
+static void runs_fit_free(runs_fit *f) {
+  study_runs_free(f->runs, f->n);
+  free(f->obs), free(f->group), free(f->cv);
+  cal_result_free(&f->r);
+}
+
+static int runs_do_fit(const cal_args *a, runs_fit *f, pp_err *err) {
+  int rc = study_runs_load(a->runs, &f->runs, &f->n, &f->skipped, err);
+  if (rc) return rc;
+  if (f->n < 2) return pp_err_set(err, PP_INPUT, "%s: %d usable runs: too few to fit", a->runs, f->n);
+  f->obs = calloc((size_t)f->n, sizeof *f->obs);
+  f->group = calloc((size_t)f->n, sizeof *f->group);
+  f->cv = calloc((size_t)f->n, sizeof *f->cv);
+  if (!f->obs || !f->group || !f->cv) return pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  for (int i = 0; i < f->n; i++) {
+    study_run *x = &f->runs[i];
+    f->obs[i] = (cal_obs){.kind = CAL_ITER, .id = x->row, .time_s = x->published_s,
+                          .model = &x->m, .cluster = &x->c, .plan = &x->p, .base = &x->prm,
+                          .aside = strcmp(x->set, "holdout") == 0};
+    f->group[i] = x->source;
+  }
+  char buf[1024];
+  const char *names[64];
+  cal_opts o = {.seed = a->seed, .robust = a->robust};
+  if (a->fit) {
+    if (fit_names(a->fit, buf, sizeof buf, names, 64) < 1)
+      return pp_err_set(err, PP_INPUT, "--fit: give parameter names separated by commas");
+    o.names = names;
+  }
+  const study_run *x0 = &f->runs[0];
+  if ((rc = cal_fit(&x0->m, &x0->c, &x0->prm, f->obs, (size_t)f->n, &o, &f->r, err))) return rc;
+  if ((rc = cal_cv(&x0->m, &x0->c, &x0->prm, f->obs, (size_t)f->n, &o, a->folds, f->cv, err)))
+    return rc;
+  f->ng = cal_group_errors(f->obs, f->group, (size_t)f->n, f->r.before, f->r.after, f->cv, f->g,
+                           34);
+  return PP_OK;
+}
+
+static json_t *groups_json(const runs_fit *f) {
+  json_t *a = json_array();
+  for (int k = 0; k < f->ng; k++) {
+    const cal_group_error *g = &f->g[k];
+    json_array_append_new(
+        a, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "source",
+                     g->name, "rows", g->n, "aside", g->aside, "mape_before", g->mape_before,
+                     "mape_after", g->mape_after, "cv_mape_after", g->mape_cv, "bias_before",
+                     g->bias_before, "bias_after", g->bias_after, "cv_bias_after", g->bias_cv,
+                     "aside_mape_before", g->aside_mape_before, "aside_mape_after",
+                     g->aside_mape_after, "aside_bias_after", g->aside_bias_after));
+  }
+  return a;
+}
+
+/* One calibration per cluster (by name) of the fitted runs, the same values in each. */
+static int runs_store(const cal_args *a, runs_fit *f, json_t *ids, pp_err *err) {
+  char *pj = cal_params_json(&f->r), *rj = cal_residuals_json(&f->r, f->obs);
+  json_t *sum = json_pack("{s:s, s:i, s:o}", "runs", a->runs, "folds", a->folds, "by_source",
+                          groups_json(f));
+  char *hj = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
+  json_decref(sum);
+  int rc = pj && rj && hj ? PP_OK : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  for (int i = 0; !rc && i < f->n; i++) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++)
+      seen = !f->obs[j].aside && strcmp(f->runs[j].c.name, f->runs[i].c.name) == 0;
+    if (seen || f->obs[i].aside) continue;
+    json_t *inp = json_pack("{s:s, s:s, s:i}", "selection", "published runs", "runs", a->runs,
+                            "rows_fitted", (int)f->r.nfit);
+    char *ij = inp ? json_dumps(inp, JSON_COMPACT) : NULL;
+    json_decref(inp);
+    store_calibration cal = {.method = a->robust ? "gsl-nlinear-lm+cauchy runs" : "gsl-nlinear-lm runs",
+                             .params_json = pj, .inputs_json = ij, .residuals_json = rj,
+                             .fit_error = f->r.fit_error, .holdout_json = hj};
+    rc = ij ? store_save_calibration(a->db, &f->runs[i].c, &cal, err)
+            : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+    if (!rc) json_array_append_new(ids, json_integer(cal.id));
+    free(ij);
+  }
+  free(pj), free(rj), free(hj);
+  return rc;
+}
+
+static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
+  if (a->json) {
+    json_t *ni, *pf = params_fitted_json(&f->r, &ni);
+    json_t *o = json_pack("{s:o, s:i, s:I, s:I, s:i, s:o, s:o, s:i, s:o, s:f, s:f}",
+                          "calibration_ids", ids, "measurements", f->n, "fitted",
+                          (json_int_t)f->r.nfit, "aside", (json_int_t)f->r.nheld, "skipped",
+                          f->skipped, "params_fitted", pf, "not_informed", ni, "folds",
+                          a->folds, "by_source", groups_json(f), "rms_log_before",
+                          f->r.fit_error_before, "rms_log_after", f->r.fit_error);
+    json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
+    putchar('\n');
+    json_decref(o);
+    return;
+  }
+  printf("calibrate --runs %s: %d runs (%zu fitted, %zu kept aside, %d rows not usable), %d folds\n",
+         a->runs, f->n, f->r.nfit, f->r.nheld, f->skipped, a->folds);
+  printf("  %-20s %14s %14s %12s\n", "parameter", "prior", "fitted", "sigma");
+  for (size_t j = 0; j < f->r.nparams; j++)
+    if (f->r.params[j].informed)
+      printf("  %-20s %14.6g %14.6g %12.3g\n", f->r.params[j].name, f->r.params[j].prior,
+             f->r.params[j].value, f->r.params[j].sigma);
+  printf("  %-14s %5s %22s %22s %8s %16s\n", "source", "rows", "MAPE before/after/cv",
+         "bias before/after/cv", "aside", "aside MAPE b/a");
+  for (int k = 0; k < f->ng; k++) {
+    const cal_group_error *g = &f->g[k];
+    char in[40] = "-", bi[40] = "-", as[40] = "-";
+    if (g->n) {
+      snprintf(in, sizeof in, "%5.1f %5.1f %5.1f%%", g->mape_before, g->mape_after, g->mape_cv);
+      snprintf(bi, sizeof bi, "%+5.1f %+5.1f %+5.1f%%", g->bias_before, g->bias_after, g->bias_cv);
+    }
+    if (g->aside) snprintf(as, sizeof as, "%5.1f %5.1f%%", g->aside_mape_before, g->aside_mape_after);
+    printf("  %-14.14s %5d %22s %22s %8d %16s\n", g->name, g->n, in, bi, g->aside, as);
+  }
+  printf("  RMS of log(predicted / published), fitted: %.4f -> %.4f; calibrations", f->r.fit_error_before,
+         f->r.fit_error);
+  for (size_t i = 0; i < json_array_size(ids); i++)
+    printf(" %lld", (long long)json_integer_value(json_array_get(ids, i)));
+  printf(" stored in %s\n", a->db);
+}
+
+static int calibrate_runs(const cal_args *a) {
+  pp_err err = {0};
+  runs_fit f = {0};
+  json_t *ids = json_array();
+  int rc = runs_do_fit(a, &f, &err);
+  if (!rc) rc = runs_store(a, &f, ids, &err);
+  if (!rc) runs_print(a, &f, ids);
+  else json_decref(ids);
+  runs_fit_free(&f);
+  return rc ? cli_fail(CMD, &err) : 0;
+}
+
 static int show(const cal_args *a) {
   pp_err err = {0};
   store *s = NULL;
@@ -266,8 +424,9 @@ int cmd_calibrate(int argc, char **argv) {
       {"fit", required_argument, NULL, 'f'},     {"holdout", required_argument, NULL, 'H'},
       {"seed", required_argument, NULL, 's'},    {"robust", no_argument, NULL, 'r'},
       {"show", required_argument, NULL, 'S'},    {"json", no_argument, NULL, 'j'},
+      {"runs", required_argument, NULL, 'R'},    {"folds", required_argument, NULL, 'F'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-  cal_args a = {.db = STORE_DEFAULT_PATH, .seed = 1};
+  cal_args a = {.db = STORE_DEFAULT_PATH, .seed = 1, .folds = 5};
   int first = 1, c, seed = 1;
   char *end;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
@@ -298,11 +457,21 @@ int cmd_calibrate(int argc, char **argv) {
       if (cli_int(CMD, "--show", optarg, 1, 2147483647, &a.show)) return 2;
       break;
     case 'j': a.json = 1; break;
+    case 'R': a.runs = optarg; break;
+    case 'F':
+      if (cli_int(CMD, "--folds", optarg, 2, 100, &a.folds)) return 2;
+      break;
     default: return 2;
     }
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
   if (a.show) return show(&a);
+  if (a.runs) {
+    if (a.cluster || a.kind || a.holdout > 0)
+      return cli_usage_error(CMD, "--runs takes no --cluster, --kind or --holdout (runs name their "
+                                  "clusters; the set column keeps rows aside)");
+    return calibrate_runs(&a);
+  }
   if (!a.cluster) return cli_usage_error(CMD, "--cluster is required");
   pp_err err = {0};
   spec_cluster cl;

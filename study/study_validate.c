@@ -531,3 +531,49 @@ done:
   study__csv_free(&csv);
   return rc;
 }
+
+void study_runs_free(study_run *r, int n) {
+  for (int i = 0; r && i < n; i++) spec_plan_clear(&r[i].p);
+  free(r);
+}
+
+int study_runs_load(const char *path, study_run **out, int *n, int *skipped, pp_err *err) {
+  *out = NULL, *n = 0, *skipped = 0;
+  study__csv csv;
+  const char *origin = path ? path : "built-in published_runs.csv";
+  int rc = study__csv_load(path, study__published_runs, study__published_runs_len, origin, &csv,
+                           err);
+  if (rc) return rc;
+  study_run *r = calloc((size_t)csv.nrows + 1, sizeof *r);
+  if (!r) rc = pp_err_set(err, PP_NOMEM, "out of memory");
+  study_validate_opts none = {0};
+  for (int i = 0; !rc && i < csv.nrows; i++) {
+    char **row = csv.rows[i];
+    const char *set = F(&csv, row, "set");
+    if (strcmp(set, "target") && strcmp(set, "holdout")) {
+      (*skipped)++;
+      continue;
+    }
+    row_result rr = {0};
+    study_run *x = &r[*n];
+    if (build_row(&csv, row, &none, &rr, &x->prm, err) ||
+        published_time(&csv, row, &rr, &x->published_s, err)) {
+      spec_plan_clear(&rr.p);
+      rc = pp_err_prefix(err, "%s", origin);
+      break;
+    }
+    x->row = atoi(F(&csv, row, "row"));
+    snprintf(x->set, sizeof x->set, "%s", set);
+    snprintf(x->source, sizeof x->source, "%s", F(&csv, row, "short"));
+    x->m = rr.m, x->c = rr.c, x->p = rr.p;
+    (*n)++;
+  }
+  study__csv_free(&csv);
+  if (rc) {
+    study_runs_free(r, *n);
+    *n = 0;
+    return rc;
+  }
+  *out = r;
+  return PP_OK;
+}

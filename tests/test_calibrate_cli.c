@@ -1,6 +1,6 @@
 /* podplan calibrate through the real binary and a real SQLite file.
  *
- *   test_calibrate_cli PODPLAN FIXTURES
+ *   test_calibrate_cli PODPLAN FIXTURES PUBLISHED_RUNS_CSV
  *     imports two nccl-tests logs of 8 H100 (all-reduce and all-gather, out-of-place and
  *     in-place: 90 measurements) with --cluster dgx-h100, then `calibrate --holdout 0.25
  *     --json`: 23 held out, 67 fitted; the NVLink, NVLS and ring parameters fitted with their
@@ -127,8 +127,41 @@ static void uses(long long id) {
   bad(other, "was fitted on cluster dgx-h100, not dgx-a100");
 }
 
+static void runs(const char *csv) {
+  long long before = calibrations();
+  tu_run r;
+  const char *fit[] = {"calibrate", "--runs", csv, "--folds", "3", "--json", NULL};
+  run(fit, &r);
+  CHECK_EQ(r.status, 0);
+  json_t *o = json_loads(r.out, 0, NULL), *all = NULL;
+  json_t *bs = json_object_get(o, "by_source");
+  for (size_t i = 0; i < json_array_size(bs); i++)
+    if (!strcmp(json_string_value(json_object_get(json_array_get(bs, i), "source")), "all"))
+      all = json_array_get(bs, i);
+  CHECK(all != NULL);
+  if (all) {
+    double mb = json_real_value(json_object_get(all, "mape_before"));
+    double ma = json_real_value(json_object_get(all, "mape_after"));
+    double cv = json_real_value(json_object_get(all, "cv_mape_after"));
+    double ab = json_real_value(json_object_get(all, "aside_mape_before"));
+    double aa = json_real_value(json_object_get(all, "aside_mape_after"));
+    printf("published runs: fitted MAPE %.1f%% -> %.1f%% (cv %.1f%%), kept aside %.1f%% -> %.1f%%\n",
+           mb, ma, cv, ab, aa);
+    CHECK(ma < mb && cv < mb && aa < ab);
+    CHECK(json_integer_value(json_object_get(all, "aside")) > 0);
+  }
+  CHECK(json_object_size(json_object_get(o, "params_fitted")) >= 1);
+  size_t nid = json_array_size(json_object_get(o, "calibration_ids"));
+  CHECK(nid >= 1);
+  CHECK_EQ(calibrations(), before + (long long)nid);
+  json_decref(o);
+  tu_run_free(&r);
+  const char *both[] = {"calibrate", "--runs", csv, "--cluster", "dgx-a100", NULL};
+  bad(both, "--runs takes no --cluster");
+}
+
 int main(int argc, char **argv) {
-  if (argc < 3) return 2;
+  if (argc < 4) return 2;
   bin = argv[1];
   char *dir = tu_tmpdir("calibrate"), *ar = tu_path(argv[2], "synthetic_all_reduce_v2.19.txt");
   char *ag = tu_path(argv[2], "synthetic_all_gather_v2.19.txt");
@@ -214,6 +247,7 @@ int main(int argc, char **argv) {
   bad(b5, "no calibration with id 99");
 
   uses(id);
+  runs(argv[3]);
 
   free(ar), free(ag), free(db);
   tu_rmtree(dir);

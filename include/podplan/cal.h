@@ -23,6 +23,7 @@
 typedef enum {
   CAL_COLL, /* a collective on the cluster's first `ranks` GPUs (as predict --collective) */
   CAL_GEMM, /* an m x n x k GEMM on one GPU */
+  CAL_ITER, /* a whole iteration of a plan (a published run, a backend run) */
   CAL_NKINDS
 } cal_kind;
 
@@ -34,6 +35,13 @@ typedef struct cal_obs {
   double bytes;    /* CAL_COLL: nccl-tests' size (predict --collective's --bytes) */
   int ranks;       /* CAL_COLL */
   double m, n, k;  /* CAL_GEMM */
+  /* CAL_ITER: the run's own model, cluster, resolved plan and parameters (its software
+   * settings; the fitted values go on top) */
+  const spec_model *model;
+  const spec_cluster *cluster;
+  const spec_plan *plan;
+  const cm_params *base;
+  int aside;       /* 1: never fitted (kept aside to check the model); reported as held out */
 } cal_obs;
 
 /* The parameters measurements of each kind can inform, by name (NULL-terminated). */
@@ -77,6 +85,15 @@ typedef struct cal_result {
  * and for a fit that diverges or leaves a singular Jacobian; out is then empty. */
 int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
             const cal_obs *obs, size_t n, const cal_opts *o, cal_result *out, pp_err *err);
+/* Predicted seconds of each observation with a fit's informed values on top of `prior` (or of
+ * a CAL_ITER observation's own parameters). */
+int cal_predict(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+                const cal_result *fit, const cal_obs *obs, size_t n, double *pred, pp_err *err);
+/* k-fold cross-validation: the observations not aside, shuffled by o->seed into k folds; each
+ * fold predicted (cv[i]) by the fit of the other k - 1 (o->holdout ignored). cv[i] of an
+ * observation aside is 0. */
+int cal_cv(const spec_model *m, const spec_cluster *c, const cm_params *prior, const cal_obs *obs,
+           size_t n, const cal_opts *o, int k, double *cv, pp_err *err);
 void cal_result_free(cal_result *r);
 
 /* The fitted values as JSON: {"name": {"prior": p, "value": v, "sigma": s, "informed": b}, ...}
@@ -107,5 +124,19 @@ typedef struct cal_range_error {
   double mape_before, mape_after; /* percent */
 } cal_range_error;
 void cal_range_errors(const cal_result *r, const cal_obs *obs, cal_range_error out[CAL_NRANGES]);
+
+/* Errors per group of observations (e.g. the source of published runs), in percent: MAPE and
+ * bias (mean signed error) before, after the fit (in-sample) and cross-validated (cv: each
+ * predicted by the fit that left it out; may be NULL) over the fitted ones, and before and
+ * after over those aside. Groups in the order first seen, then one named "all". Returns the
+ * number of groups written (at most max). */
+typedef struct cal_group_error {
+  const char *name;
+  int n, aside;
+  double mape_before, mape_after, mape_cv, bias_before, bias_after, bias_cv;
+  double aside_mape_before, aside_mape_after, aside_bias_before, aside_bias_after;
+} cal_group_error;
+int cal_group_errors(const cal_obs *obs, const char *const *group, size_t n, const double *before,
+                     const double *after, const double *cv, cal_group_error *out, int max);
 
 #endif

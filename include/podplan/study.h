@@ -7,7 +7,9 @@
 
 #include <stdio.h>
 
+#include "podplan/cm.h"
 #include "podplan/err.h"
+#include "podplan/spec.h"
 
 typedef struct study_validate_opts {
   const char *data;    /* a published-runs CSV; NULL: the copy built into podplan */
@@ -76,5 +78,22 @@ double study_kendall_tau(const double *x, const double *y, int n, int *concordan
  * tau) and stores the scores (source published and costmodel) in one
  * transaction. */
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err);
+
+/* The usable rows of a published-runs CSV as the cost model sees them (for calibrate --runs):
+ * the model, the cluster, the resolved plan, the parameters (defaults, then the row's
+ * settings) and the published iteration time. */
+typedef struct study_run {
+  int row;
+  char set[16];      /* "target" or "holdout" (kept aside to check the model) */
+  char source[48];   /* the short name of its source */
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  cm_params prm;
+  double published_s;
+} study_run;
+/* Reads path (NULL: the built-in copy); *skipped gets the rows not usable. */
+int study_runs_load(const char *path, study_run **out, int *n, int *skipped, pp_err *err);
+void study_runs_free(study_run *r, int n);
 
 #endif
