@@ -327,6 +327,30 @@ static int runs_store(const cal_args *a, runs_fit *f, json_t *ids, pp_err *err) 
   return rc;
 }
 
+/* Kendall's tau before, after and cross-validated (rows kept aside: after) of each set of runs
+ * of one model with at least 3 rows, as a JSON array. */
+static json_t *ranking_json(const runs_fit *f) {
+  json_t *arr = json_array();
+  for (int i = 0; i < f->n; i++) {
+    if (f->runs[i].rank_set != i) continue;
+    double pub[256], b[256], af[256], cv[256];
+    int k = 0;
+    for (int j = i; j < f->n && k < 256; j++)
+      if (f->runs[j].rank_set == i) {
+        pub[k] = f->obs[j].time_s, b[k] = f->r.before[j], af[k] = f->r.after[j];
+        cv[k++] = f->obs[j].aside ? f->r.after[j] : f->cv[j];
+      }
+    if (k < 3) continue;
+    json_array_append_new(
+        arr, json_pack("{s:s, s:s, s:i, s:b, s:f, s:f, s:f}", "source", f->runs[i].source, "model",
+                       f->runs[i].m.name, "rows", k, "aside", f->obs[i].aside, "tau_before",
+                       study_kendall_tau(b, pub, k, NULL, NULL), "tau_after",
+                       study_kendall_tau(af, pub, k, NULL, NULL), "tau_cv",
+                       study_kendall_tau(cv, pub, k, NULL, NULL)));
+  }
+  return arr;
+}
+
 static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
   if (a->json) {
     json_t *ni, *pf = params_fitted_json(&f->r, &ni);
@@ -336,6 +360,7 @@ static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
                           f->skipped, "params_fitted", pf, "not_informed", ni, "folds",
                           a->folds, "by_source", groups_json(f), "rms_log_before",
                           f->r.fit_error_before, "rms_log_after", f->r.fit_error);
+    json_object_set_new(o, "ranking", ranking_json(f));
     json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);
@@ -360,6 +385,20 @@ static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
     if (g->aside) snprintf(as, sizeof as, "%5.1f %5.1f%%", g->aside_mape_before, g->aside_mape_after);
     printf("  %-14.14s %5d %22s %22s %8d %16s\n", g->name, g->n, in, bi, g->aside, as);
   }
+  printf("  Kendall's tau of predicted vs published time, per set of runs of one model (>= 3 rows):\n");
+  json_t *rk = ranking_json(f), *e;
+  size_t at;
+  json_array_foreach(rk, at, e) {
+    printf("    %-12s %-36.36s %3d rows  %+5.2f -> %+5.2f (cv %+5.2f)%s\n",
+           json_string_value(json_object_get(e, "source")),
+           json_string_value(json_object_get(e, "model")),
+           (int)json_integer_value(json_object_get(e, "rows")),
+           json_real_value(json_object_get(e, "tau_before")),
+           json_real_value(json_object_get(e, "tau_after")),
+           json_real_value(json_object_get(e, "tau_cv")),
+           json_is_true(json_object_get(e, "aside")) ? "  kept aside" : "");
+  }
+  json_decref(rk);
   printf("  RMS of log(predicted / published), fitted: %.4f -> %.4f; calibrations", f->r.fit_error_before,
          f->r.fit_error);
   for (size_t i = 0; i < json_array_size(ids); i++)

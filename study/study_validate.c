@@ -199,12 +199,16 @@ double study_kendall_tau(const double *x, const double *y, int n, int *concordan
 }
 
 /* Runs of one model: one source, one GPU type and the same model shape. */
-static int same_set(const row_result *a, const row_result *b) {
-  const spec_model *x = &a->m, *y = &b->m;
-  return strcmp(a->source, b->source) == 0 && strcmp(a->c.gpu.name, b->c.gpu.name) == 0 &&
+static int same_shape(const char *sa, const spec_cluster *ca, const spec_model *x, const char *sb,
+                      const spec_cluster *cb, const spec_model *y) {
+  return strcmp(sa, sb) == 0 && strcmp(ca->gpu.name, cb->gpu.name) == 0 &&
          x->layers == y->layers && x->hidden == y->hidden && x->heads == y->heads &&
          x->ffn_hidden == y->ffn_hidden && x->seq_len == y->seq_len && x->vocab == y->vocab &&
          x->experts == y->experts;
+}
+
+static int same_set(const row_result *a, const row_result *b) {
+  return same_shape(a->source, &a->c, &a->m, b->source, &b->c, &b->m);
 }
 
 /* Kendall's tau per set of runs of one model with at least 3 rows (several plans). */
@@ -566,6 +570,12 @@ int study_runs_load(const char *path, study_run **out, int *n, int *skipped, pp_
     snprintf(x->set, sizeof x->set, "%s", set);
     snprintf(x->source, sizeof x->source, "%s", F(&csv, row, "short"));
     x->m = rr.m, x->c = rr.c, x->p = rr.p;
+    x->rank_set = *n;
+    for (int j = 0; j < *n; j++)
+      if (same_shape(r[j].source, &r[j].c, &r[j].m, x->source, &x->c, &x->m)) {
+        x->rank_set = r[j].rank_set;
+        break;
+      }
     (*n)++;
   }
   study__csv_free(&csv);

@@ -151,6 +151,12 @@ static void runs(const char *csv) {
     CHECK(json_integer_value(json_object_get(all, "aside")) > 0);
   }
   CHECK(json_object_size(json_object_get(o, "params_fitted")) >= 1);
+  json_t *rk = json_object_get(o, "ranking"); /* SC'21 Table 2's two models, MT-NLG */
+  CHECK(json_array_size(rk) >= 3);
+  for (size_t i = 0; i < json_array_size(rk); i++) {
+    double t = json_real_value(json_object_get(json_array_get(rk, i), "tau_after"));
+    CHECK(t >= -1 && t <= 1);
+  }
   size_t nid = json_array_size(json_object_get(o, "calibration_ids"));
   CHECK(nid >= 1);
   CHECK_EQ(calibrations(), before + (long long)nid);

@@ -91,6 +91,8 @@ typedef struct study_run {
   spec_plan p;
   cm_params prm;
   double published_s;
+  int rank_set;      /* the index of the first run of its set of runs of one model (one source,
+                        one GPU type, the same model shape), as study validate ranks them */
 } study_run;
 /* Reads path (NULL: the built-in copy); *skipped gets the rows not usable. */
 int study_runs_load(const char *path, study_run **out, int *n, int *skipped, pp_err *err);
