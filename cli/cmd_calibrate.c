@@ -1,8 +1,10 @@
 /* podplan calibrate: fit the cost model's parameters to a cluster's stored measurements and
  * store the calibration (calibrate/ fits; store/ reads and writes, the calibration in one
  * transaction); --show prints a stored one. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #ifdef PODPLAN_GSL
@@ -12,9 +14,10 @@
 
 static const char usage[] =
     "usage: podplan calibrate --cluster C [--gpus N] [--db F] [--kind coll|gemm]\n"
-    "                         [--fit NAME,NAME...] [--holdout F] [--seed S] [--robust] [--json]\n"
+    "                         [--fit NAME,NAME...] [--holdout F] [--seed S] [--robust]\n"
+    "                         [--plots DIR] [--json]\n"
     "       podplan calibrate --runs F.csv [--folds K] [--fit NAME,...] [--seed S] [--robust]\n"
-    "                         [--db F] [--json]\n"
+    "                         [--plots DIR] [--db F] [--json]\n"
     "       podplan calibrate --show ID [--db F] [--json]\n"
     "\n"
     "Fits the cost model's parameters to the measurements stored for the cluster (every size of\n"
@@ -43,6 +46,8 @@ static const char usage[] =
     "                  the error on them before and after\n"
     "  --seed S        which ones (default 1)\n"
     "  --robust        Cauchy weights: outliers count less\n"
+    "  --plots DIR     also draw with gnuplot (PNG and SVG): predicted against measured before\n"
+    "                  and after, and the error by size (calibration-ID-*.png|svg)\n"
     "  --runs F        published runs (CSV) instead of stored measurements\n"
     "  --folds K       cross-validation folds for --runs (default 5)\n"
     "  --show ID       print stored calibration ID\n"
@@ -66,7 +71,7 @@ int cmd_calibrate(int argc, char **argv) {
 #else
 
 typedef struct cal_args {
-  const char *cluster, *db, *kind, *fit, *runs;
+  const char *cluster, *db, *kind, *fit, *runs, *plots;
   int gpus, json, robust, show, folds;
   unsigned seed;
   double holdout;
@@ -195,6 +200,18 @@ static void print_json(const cal_result *r, const cal_obs *obs, const inputs *in
   json_decref(o);
 }
 
+/* --plots DIR: the calibration's plots (the directory made when missing). */
+static int plots(const cal_args *a, long long id, const char *what, const cal_result *r,
+                 const cal_obs *obs, pp_err *err) {
+  if (!a->plots) return PP_OK;
+  if (mkdir(a->plots, 0777) && errno != EEXIST)
+    return pp_err_set(err, PP_IO, "%s: cannot create: %s", a->plots, strerror(errno));
+  char tag[64], title[160];
+  snprintf(tag, sizeof tag, "calibration-%lld", id);
+  snprintf(title, sizeof title, "calibration %lld (%s)", id, what);
+  return cal_plots(a->plots, tag, title, r, obs, err);
+}
+
 /* The fit and its calibration row (one transaction). */
 static int fit_and_store(const cal_args *a, const spec_cluster *c, inputs *in, pp_err *err) {
   spec_model m;
@@ -226,6 +243,7 @@ static int fit_and_store(const cal_args *a, const spec_cluster *c, inputs *in, p
                            .fit_error = r.fit_error, .holdout_json = hj};
   if (!pj || !rj || !hj || !ij) rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
   if (!rc) rc = store_save_calibration(a->db, c, &cal, err);
+  if (!rc) rc = plots(a, cal.id, c->name, &r, in->obs, err);
   if (!rc && a->json) print_json(&r, in->obs, in, cal.id);
   if (!rc && !a->json) print_fit(&r, in->obs, in, c, cal.id, a->db);
   free(pj), free(rj), free(hj), free(ij);
@@ -412,6 +430,8 @@ static int calibrate_runs(const cal_args *a) {
   json_t *ids = json_array();
   int rc = runs_do_fit(a, &f, &err);
   if (!rc) rc = runs_store(a, &f, ids, &err);
+  if (!rc) rc = plots(a, json_integer_value(json_array_get(ids, 0)), "published runs", &f.r, f.obs,
+                      &err);
   if (!rc) runs_print(a, &f, ids);
   else json_decref(ids);
   runs_fit_free(&f);
@@ -464,6 +484,7 @@ int cmd_calibrate(int argc, char **argv) {
       {"seed", required_argument, NULL, 's'},    {"robust", no_argument, NULL, 'r'},
       {"show", required_argument, NULL, 'S'},    {"json", no_argument, NULL, 'j'},
       {"runs", required_argument, NULL, 'R'},    {"folds", required_argument, NULL, 'F'},
+      {"plots", required_argument, NULL, 'G'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   cal_args a = {.db = STORE_DEFAULT_PATH, .seed = 1, .folds = 5};
   int first = 1, c, seed = 1;
@@ -497,6 +518,7 @@ int cmd_calibrate(int argc, char **argv) {
       break;
     case 'j': a.json = 1; break;
     case 'R': a.runs = optarg; break;
+    case 'G': a.plots = optarg; break;
     case 'F':
       if (cli_int(CMD, "--folds", optarg, 2, 100, &a.folds)) return 2;
       break;

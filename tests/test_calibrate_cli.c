@@ -6,7 +6,8 @@
  *     --json`: 23 held out, 67 fitted; the NVLink, NVLS and ring parameters fitted with their
  *     sigma, eff.net (no collective leaves the node) not informed; the squared log error, the
  *     MAPE and the held-out MAPE all fall; one row in calibrations holding the parameters;
- *     `--show ID --json` reads it back; the text form prints the table and the size ranges;
+ *     `--show ID --json` reads it back; the text form prints the table and the size ranges, and
+ *     --plots draws with gnuplot the fit and the residuals as PNG and SVG;
  *     bad input (a holdout of 2, a cluster without measurements, an unknown parameter, a
  *     parameter nothing informs, a calibration that does not exist): one line on stderr,
  *     exit 2, no new calibration row. */
@@ -234,11 +235,26 @@ int main(int argc, char **argv) {
   json_decref(o);
   tu_run_free(&r);
 
-  const char *text[] = {"calibrate", "--cluster", "dgx-h100", "--robust", NULL};
+  char *pdir = tu_path(dir, "plots");
+  const char *text[] = {"calibrate", "--cluster", "dgx-h100", "--robust", "--plots", pdir, NULL};
   run(text, &r);
   CHECK_EQ(r.status, 0);
   CHECK(strstr(r.out, "eff.nvls") && strstr(r.out, ">= 64 MiB") && strstr(r.out, "not informed"));
   tu_run_free(&r);
+  /* gnuplot drew the two plots, PNG and SVG */
+  const char *files[] = {"calibration-2-fit.png", "calibration-2-residuals.png",
+                         "calibration-2-fit.svg", "calibration-2-residuals.svg"};
+  for (int i = 0; i < 4; i++) {
+    char *pf = tu_path(pdir, files[i]);
+    size_t len = 0;
+    char *data = tu_read(pf, &len);
+    CHECK(data && len > 1000);
+    if (data && i < 2) CHECK(memcmp(data, "\x89PNG", 4) == 0);
+    if (data && i >= 2) CHECK(strstr(data, "<svg") != NULL);
+    if (!data) fprintf(stderr, "  missing %s\n", pf);
+    free(data), free(pf);
+  }
+  free(pdir);
   CHECK_EQ(calibrations(), 2);
 
   const char *b1[] = {"calibrate", "--cluster", "dgx-h100", "--holdout", "2", NULL};

@@ -116,6 +116,13 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
 char *cal_residuals_json(const cal_result *r, const cal_obs *obs);
 char *cal_summary_json(const cal_result *r, const cal_obs *obs);
 
+/* Plots with gnuplot in dir (which must exist): <tag>-fit.{png,svg} (predicted against
+ * measured before and after, log-log, y = x) and <tag>-residuals.{png,svg} (the error against
+ * message bytes, GEMM FLOPs or published time), from <tag>.dat and <tag>-{png,svg}.gp.
+ * PP_IO when gnuplot cannot run or fails. */
+int cal_plots(const char *dir, const char *tag, const char *title, const cal_result *r,
+              const cal_obs *obs, pp_err *err);
+
 /* Collectives' error by message size: < 1 MiB, 1-64 MiB, >= 64 MiB (every observation). */
 #define CAL_NRANGES 3
 typedef struct cal_range_error {
