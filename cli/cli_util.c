@@ -98,56 +98,55 @@ int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const s
   return rc;
 }
 
-/* Parses --calibration SEL: 0 none, 1 latest, 2 an id in *want; -1 when it is neither. */
-static int calibration_sel(const char *sel, long long *want) {
+/* Reads the calibration --calibration SEL names (latest: the newest of a cluster named
+ * `cluster`, of any when NULL) into k: 0 when SEL is none (or NULL), 1 when read; otherwise
+ * prints the error and returns minus the exit status. */
+static int read_calibration(const char *cmd, const char *sel, const char *db, const char *cluster,
+                            store_calibration *k) {
+  memset(k, 0, sizeof *k);
   if (!sel || strcmp(sel, "none") == 0) return 0;
-  if (strcmp(sel, "latest") == 0) return 1;
+  int latest = strcmp(sel, "latest") == 0;
   char *end;
-  *want = strtoll(sel, &end, 10);
-  return end == sel || *end || *want < 1 ? -1 : 2;
-}
-
-#ifdef PODPLAN_GSL
-/* Reads the calibration SEL names (latest: of a cluster named `cluster`, any when NULL). */
-static int load_calibration(const char *sel, const char *db, const char *cluster,
-                            store_calibration *k, pp_err *err) {
-  long long want = 0;
-  int how = calibration_sel(sel, &want);
+  long long want = latest ? 0 : strtoll(sel, &end, 10);
+  if (!latest && (end == sel || *end || want < 1))
+    return -cli_usage_error(cmd, "--calibration: '%s' is not an id, latest or none", sel);
+#ifndef PODPLAN_GSL
+  (void)db, (void)cluster;
+  return -cli_fail(cmd, &(pp_err){PP_NOTIMPL, "--calibration: built without GSL (no "
+                                               "calibrations); use --calibration none"});
+#else
+  pp_err err = {0};
   store *s = NULL;
   store_opts ro = {.readonly = 1};
   int64_t cid = want;
-  int rc = store_open(db ? db : STORE_DEFAULT_PATH, &ro, &s, err);
-  if (!rc && how == 1) rc = store_latest_calibration(s, cluster, &cid, err);
-  if (!rc) rc = store_get_calibration(s, cid, k, err);
+  int rc = store_open(db ? db : STORE_DEFAULT_PATH, &ro, &s, &err);
+  if (!rc && latest) rc = store_latest_calibration(s, cluster, &cid, &err);
+  if (!rc) rc = store_get_calibration(s, cid, k, &err);
   store_close(s);
-  return rc;
-}
+  return rc ? -cli_fail(cmd, &err) : 1;
 #endif
+}
 
 int cli_calibration(const char *cmd, const char *sel, const char *db, const spec_cluster *c,
                     cm_params *p, int64_t *id) {
   *id = 0;
-  long long want;
-  int how = calibration_sel(sel, &want);
-  if (how < 0) return cli_usage_error(cmd, "--calibration: '%s' is not an id, latest or none", sel);
-  if (how == 0) return 0;
-#ifndef PODPLAN_GSL
-  (void)db, (void)c, (void)p;
-  return cli_fail(cmd, &(pp_err){PP_NOTIMPL, "--calibration: built without GSL (no "
-                                              "calibrations); use --calibration none"});
-#else
+  store_calibration k;
+  int got = read_calibration(cmd, sel, db, c->name, &k);
+  if (got <= 0) return -got;
+#ifdef PODPLAN_GSL
   pp_err err = {0};
-  store_calibration k = {0};
-  int rc = load_calibration(sel, db, c->name, &k, &err);
   char origin[64];
   snprintf(origin, sizeof origin, "calibration %lld", (long long)k.id);
-  if (!rc && strcmp(k.cluster_name, c->name) != 0)
-    rc = pp_err_set(&err, PP_INPUT, "--calibration %s: calibration %lld was fitted on cluster %s, "
-                    "not %s", sel, (long long)k.id, k.cluster_name, c->name);
-  if (!rc) rc = cal_params_apply(p, k.params_json, origin, &err);
+  int rc = strcmp(k.cluster_name, c->name) != 0
+               ? pp_err_set(&err, PP_INPUT, "--calibration %s: calibration %lld was fitted on "
+                            "cluster %s, not %s", sel, (long long)k.id, k.cluster_name, c->name)
+               : cal_params_apply(p, k.params_json, origin, &err);
   if (!rc) *id = k.id;
   store_calibration_clear(&k);
   return rc ? cli_fail(cmd, &err) : 0;
+#else
+  (void)p;
+  return 1;
 #endif
 }
 
@@ -155,26 +154,22 @@ int cli_calibration_list(const char *cmd, const char *sel, const char *db, char 
                          size_t ncluster, char *list, size_t nlist, int64_t *id) {
   *id = 0;
   cluster[0] = list[0] = '\0';
-  long long want;
-  int how = calibration_sel(sel, &want);
-  if (how < 0) return cli_usage_error(cmd, "--calibration: '%s' is not an id, latest or none", sel);
-  if (how == 0) return 0;
-#ifndef PODPLAN_GSL
-  (void)db, (void)ncluster, (void)nlist;
-  return cli_fail(cmd, &(pp_err){PP_NOTIMPL, "--calibration: built without GSL (no "
-                                              "calibrations); use --calibration none"});
-#else
+  store_calibration k;
+  int got = read_calibration(cmd, sel, db, NULL, &k);
+  if (got <= 0) return -got;
+#ifdef PODPLAN_GSL
   pp_err err = {0};
-  store_calibration k = {0};
-  int rc = load_calibration(sel, db, NULL, &k, &err);
   char origin[64];
   snprintf(origin, sizeof origin, "calibration %lld", (long long)k.id);
-  if (!rc) rc = cal_params_list(k.params_json, origin, list, nlist, &err);
+  int rc = cal_params_list(k.params_json, origin, list, nlist, &err);
   if (!rc) {
     snprintf(cluster, ncluster, "%s", k.cluster_name);
     *id = k.id;
   }
   store_calibration_clear(&k);
   return rc ? cli_fail(cmd, &err) : 0;
+#else
+  (void)ncluster, (void)nlist;
+  return 1;
 #endif
 }
