@@ -34,8 +34,9 @@ static const char usage[] =
     "NVLink and NIC efficiency; never one per run) to the iteration times of published runs in\n"
     "the format of benchmarks/data/published_runs.csv, each run with its own model, cluster,\n"
     "plan and settings: prints per source the error before, after (in-sample) and\n"
-    "cross-validated (K folds), and the rows kept aside (set holdout) before and after, never\n"
-    "fitted; stores the calibration once per cluster of the fitted runs.\n"
+    "cross-validated (K folds), the rows kept aside (set holdout) before and after, never\n"
+    "fitted, and Kendall's tau per set of runs of one model; stores the calibration once per\n"
+    "cluster of the fitted runs.\n"
     "\n"
     "  --cluster C     the cluster (preset, JSON or file) whose measurements to fit\n"
     "  --gpus N        its size (default: the largest group measured)\n"
@@ -53,7 +54,8 @@ static const char usage[] =
     "  --show ID       print stored calibration ID\n"
     "  --json          calibration_id, measurements, params_fitted (name: value, sigma, prior),\n"
     "                  not_informed, mape_before/after, bias_before/after, holdout_mape_before/\n"
-    "                  after, rms_log_before/after, collectives_by_size, skipped\n"
+    "                  after, rms_log_before/after, collectives_by_size, skipped; with --runs\n"
+    "                  calibration_ids, by_source, ranking (docs/cli.md lists them)\n"
     "  -h, --help      this text\n";
 
 static const char *const CMD = "calibrate";
