@@ -109,8 +109,19 @@ run_backend() {
   echo "== mpirun -n 4 podplan bench coll, read back by podplan import nccl-tests"
   "${mpirun[@]}" $bin bench coll -b 1K -e 4M --iters 10 --db podplan.db > results/bench-coll.txt
   tail -n 4 results/bench-coll.txt
+  # read back without a cluster: these are the CPU's MPI figures and samples of other systems,
+  # not measurements of a cluster a calibration could use
   $bin import nccl-tests results/bench-coll.txt tests/fixtures/nccl-tests/synthetic_*.txt \
-    --cluster dgx-h100 --db podplan.db
+    --db podplan.db
+  echo
+  echo "== podplan calibrate: the collective model on two 8-H100 sample logs; the published runs"
+  rm -f results/calibrate.db
+  $bin import nccl-tests tests/fixtures/nccl-tests/synthetic_all_reduce_v2.19.txt \
+    tests/fixtures/nccl-tests/synthetic_all_gather_v2.19.txt --cluster dgx-h100 --gpus 8 \
+    --db results/calibrate.db
+  $bin calibrate --cluster dgx-h100 --holdout 0.25 --plots results --db results/calibrate.db
+  $bin calibrate --runs benchmarks/data/published_runs.csv --plots results \
+    --db results/calibrate.db
 }
 
 run_tests() {
