@@ -257,30 +257,33 @@ static int tried_params(const cal_obs *obs, size_t n, const cal_opts *o, const c
 /* ---- the fit ----------------------------------------------------------------------------- */
 
 /* Which tried parameters move a fitted residual (P->act). */
+/* Whether moving tried parameter j by 0.1% either way (from P->u) moves some fitted residual
+ * from r0 by more than 1e-9 (*moves); r is scratch. P->u is left as it was. */
+static int moves_residuals(problem *P, size_t j, const double *r0, double *r, int *moves) {
+  double u0 = P->u[j], h = P->p[j].logscale ? 1e-3 : 1e-3 * (fabs(u0) > 1e-3 ? fabs(u0) : 1);
+  int rc = PP_OK;
+  *moves = 0;
+  for (int sgn = -1; sgn <= 1 && !*moves && !rc; sgn += 2) {
+    P->u[j] = u0 + sgn * h;
+    rc = residuals_at(P, P->u, r);
+    for (size_t i = 0; !rc && i < P->nuse && !*moves; i++) *moves = fabs(r[i] - r0[i]) > 1e-9;
+  }
+  P->u[j] = u0;
+  return rc;
+}
+
 static int find_informed(problem *P, const double *r0) {
   double *r = malloc(P->nuse * sizeof *r);
   P->act = malloc((P->np + 1) * sizeof *P->act);
-  if (!r || !P->act) {
-    free(r);
-    return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
-  }
+  int rc = !r || !P->act ? pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory") : PP_OK;
   P->nact = 0;
-  for (size_t j = 0; j < P->np; j++) {
-    double u0 = P->u[j], h = P->p[j].logscale ? 1e-3 : 1e-3 * (fabs(u0) > 1e-3 ? fabs(u0) : 1);
-    int moves = 0;
-    for (int sgn = -1; sgn <= 1 && !moves; sgn += 2) {
-      P->u[j] = u0 + sgn * h;
-      if (residuals_at(P, P->u, r)) {
-        free(r);
-        return P->err->code;
-      }
-      for (size_t i = 0; i < P->nuse && !moves; i++) moves = fabs(r[i] - r0[i]) > 1e-9;
-    }
-    P->u[j] = u0;
-    if (moves) P->act[P->nact++] = j;
+  for (size_t j = 0; !rc && j < P->np; j++) {
+    int moves;
+    rc = moves_residuals(P, j, r0, r, &moves);
+    if (!rc && moves) P->act[P->nact++] = j;
   }
   free(r);
-  return PP_OK;
+  return rc;
 }
 
 /* Cauchy weights from the residuals at the current point; returns the largest change. */
@@ -422,16 +425,11 @@ static int recheck(problem *P, size_t *dropped) {
   size_t keep = 0;
   for (size_t a = 0; !rc && a < P->nact; a++) {
     size_t j = P->act[a];
-    double u0 = P->u[j], h = P->p[j].logscale ? 1e-3 : 1e-3 * (fabs(u0) > 1e-3 ? fabs(u0) : 1);
-    int moves = 0;
-    for (int sgn = -1; sgn <= 1 && !moves && !rc; sgn += 2) {
-      P->u[j] = u0 + sgn * h;
-      rc = residuals_at(P, P->u, r);
-      for (size_t i = 0; !rc && i < P->nuse && !moves; i++) moves = fabs(r[i] - r0[i]) > 1e-9;
-    }
-    P->u[j] = moves ? u0 : to_fit(&P->p[j], P->p[j].prior);
+    int moves;
+    rc = moves_residuals(P, j, r0, r, &moves);
+    if (rc) break;
     if (moves) P->act[keep++] = j;
-    else (*dropped)++;
+    else P->u[j] = to_fit(&P->p[j], P->p[j].prior), (*dropped)++;
   }
   if (!rc) P->nact = keep;
   free(r0), free(r);
