@@ -327,6 +327,13 @@ static void peers(lower *L, be_prog *pg, int nranks) {
   free(is);
 }
 
+void be_cm_params(const spec_model *m, cm_params *p) {
+  cm_params_default(m, p);
+  p->overlap_grad_reduce = 0;
+  p->overlap_param_gather = 0;
+  p->tp_comm_overlap = 0;
+}
+
 int be_lower_model(const spec_model *m, const be_lower_opts *o, spec_model *out, pp_err *err) {
   int shrink = o && o->shrink > 1 ? o->shrink : 1, layers = o ? o->layers : 0;
   *out = *m;

@@ -35,10 +35,12 @@ static const char *const coll_names[] = {
     "nvlstree.gamma",  "nvlstree.base_us", "pat.half_bytes",  "pat.gamma",
     "pat.base_us",     NULL};
 static const char *const gemm_names[] = {"gemm_eff", "gemm_k_half", "kernel_us", NULL};
+static const char *const op_names[] = {"attn_fwd_eff", "hbm_eff", "kernel_us", NULL};
 /* whole iterations: constants every run shares (never one per run) */
 static const char *const iter_names[] = {"gemm_eff", "attn_fwd_eff", "attn_bwd_eff", "hbm_eff",
                                          "eff.nvlink", "eff.net", NULL};
-static const char *const *const candidates[CAL_NKINDS] = {coll_names, gemm_names, iter_names};
+static const char *const *const candidates[CAL_NKINDS] = {coll_names, gemm_names, op_names,
+                                                          iter_names};
 
 const char *const *cal_candidates(cal_kind k) {
   return (unsigned)k < CAL_NKINDS ? candidates[k] : NULL;
@@ -74,7 +76,12 @@ static double to_value(const fitp *f, double u) {
 static double to_fit(const fitp *f, double v) { return f->logscale ? log(v) : v; }
 
 static double predict_one(cm_model *cm, const cal_obs *o) {
-  if (o->kind == CAL_GEMM) return cm_gemm_time(cm, o->m, o->n, o->k, NULL);
+  if (o->kind == CAL_GEMM || o->kind == CAL_OP) {
+    cm_lop op = {.kind = o->kind == CAL_GEMM ? CM_LOP_GEMM : o->lop, .m = o->m, .n = o->n,
+                 .k = o->k, .batch = o->batch > 1 ? o->batch : 1, .causal = o->causal,
+                 .bytes = o->bytes};
+    return cm_lop_time(cm, &op);
+  }
   cm_place pl;
   cm_place_group(cm, o->ranks, 1, &pl);
   return cm_coll_best(cm, o->coll, o->bytes, &pl, NULL);
@@ -217,9 +224,14 @@ static int check_obs(const spec_cluster *c, const cal_obs *o, size_t i, pp_err *
   if (o->kind == CAL_ITER && !(o->model && o->cluster && o->plan && o->base))
     return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu: an iteration without its "
                       "model, cluster, plan and parameters", i + 1);
-  if (o->kind == CAL_GEMM && !(o->m >= 1 && o->n >= 1 && o->k >= 1))
-    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): GEMM shape %gx%gx%g",
-                      i + 1, (long long)o->id, o->m, o->n, o->k);
+  int shaped = o->kind == CAL_GEMM || (o->kind == CAL_OP && o->lop == CM_LOP_ATTN);
+  if (shaped && !(o->m >= 1 && o->n >= 1 && o->k >= 1))
+    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): %s shape %gx%gx%g",
+                      i + 1, (long long)o->id, o->kind == CAL_GEMM ? "GEMM" : "attention", o->m,
+                      o->n, o->k);
+  if (o->kind == CAL_OP && o->lop != CM_LOP_ATTN && !(o->lop == CM_LOP_MEM && o->bytes > 0))
+    return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): an op that is neither "
+                      "attention nor memory-bound with its bytes", i + 1, (long long)o->id);
   return PP_OK;
 }
 
@@ -234,8 +246,11 @@ static int tried_params(const cal_obs *obs, size_t n, const cal_opts *o, const c
     int present[CAL_NKINDS] = {0};
     for (size_t i = 0; i < n; i++) present[obs[i].kind] = 1;
     for (int kd = 0; kd < CAL_NKINDS; kd++)
-      for (size_t i = 0; present[kd] && candidates[kd][i] && k < 64; i++)
-        list[k++] = candidates[kd][i];
+      for (size_t i = 0; present[kd] && candidates[kd][i] && k < 64; i++) {
+        size_t j = 0; /* each parameter once (GEMMs and iterations share gemm_eff) */
+        while (j < k && strcmp(list[j], candidates[kd][i])) j++;
+        if (j == k) list[k++] = candidates[kd][i];
+      }
   }
   fitp *p = calloc(k + 1, sizeof *p);
   if (!p) return pp_err_set(err, PP_NOMEM, "calibrate: out of memory");

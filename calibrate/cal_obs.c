@@ -13,11 +13,20 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
   out->id = id;
   out->time_s = r->time_s;
   *why = NULL;
+  /* CPU processes (`run --device cpu`) inform a cluster of them (device "cpu"), never GPUs */
+  int on_cpu = strcmp(r->device, "cpu") == 0;
+  const char *other = c->gpu.cpu ? "measured on GPUs; the cluster's ranks are CPU processes"
+                                 : "measured on CPUs, not on the cluster's GPUs";
   if (strcmp(r->kind, "coll") == 0) {
     /* nccl-tests logs and `bench coll` run on ranks 0..n-1, as predict --collective places a
-     * group; a run's collectives are on its TP/DP/... groups (placement set): not yet */
-    if (r->placement && r->placement[0]) *why = "collectives of a run's groups (not yet fitted)";
-    else if (strcmp(r->device, "cpu") == 0) *why = "measured on CPUs, not on the cluster's GPUs";
+     * group, with every member there at the start. A run's collectives (placement set) are on
+     * its TP/DP/... groups, and each member's time includes waiting for the last to arrive:
+     * on the CPU host their mean is 2-10x, their fastest instance still up to 4x the
+     * collective's own time at small sizes (docs: calibrate/README.md) */
+    if (r->placement && r->placement[0])
+      *why = "a run's collectives (their times include waiting for late members; fit bench "
+             "coll or nccl-tests logs instead)";
+    else if (on_cpu != c->gpu.cpu) *why = other;
     else if (cm_coll_lookup(r->name, &out->coll)) *why = "a collective the cost model does not price";
     else if (r->ranks < 2) *why = "a collective on one rank";
     else if (r->ranks > c->gpus) *why = "a group larger than the cluster (--gpus)";
@@ -28,8 +37,8 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
     return 1;
   }
   if (strcmp(r->kind, "gemm") == 0) {
-    if (strcmp(r->device, "cpu") == 0) {
-      *why = "measured on CPUs, not on the cluster's GPUs";
+    if (on_cpu != c->gpu.cpu) {
+      *why = other;
       return 0;
     }
     json_t *s = json_loads(r->shape_json ? r->shape_json : "{}", 0, NULL);
@@ -37,16 +46,109 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
     out->m = json_number_value(json_object_get(s, "m"));
     out->n = json_number_value(json_object_get(s, "n"));
     out->k = json_number_value(json_object_get(s, "k"));
-    int batched = b && json_number_value(b) > 1;
+    out->batch = b ? json_number_value(b) : 1;
     json_decref(s);
-    if (batched) *why = "a batched GEMM (not yet fitted)";
+    if (!(out->batch >= 1)) *why = "a GEMM with a batch below 1";
     else if (!(out->m >= 1 && out->n >= 1 && out->k >= 1)) *why = "a GEMM without its shape";
     if (*why) return 0;
     out->kind = CAL_GEMM;
     return 1;
   }
-  *why = "a kind not fitted yet (ops, p2p, iterations)";
+  if (strcmp(r->kind, "mem") == 0 || strcmp(r->kind, "op") == 0) {
+    json_t *s = json_loads(r->shape_json ? r->shape_json : "{}", 0, NULL);
+    const char *op = json_string_value(json_object_get(s, "op"));
+    const char *ev = json_string_value(json_object_get(s, "ev"));
+    json_t *causal = json_object_get(s, "causal");
+    out->kind = CAL_OP;
+    if (on_cpu != c->gpu.cpu) {
+      *why = other;
+    } else if (strcmp(r->kind, "mem") == 0) {
+      out->lop = CM_LOP_MEM, out->bytes = r->bytes;
+      if (!(r->bytes > 0)) *why = "a memory-bound op without its bytes";
+    } else if (!op || strcmp(op, "attn")) {
+      *why = "an op the cost model does not price alone (barrier)";
+    } else if (!ev || strcmp(ev, "forward")) {
+      *why = "a backward or recomputed attention (priced within a layer, not alone)";
+    } else if (!json_is_boolean(causal)) {
+      *why = "an attention without its causal flag (a run before podplan recorded it)";
+    } else {
+      out->lop = CM_LOP_ATTN, out->causal = json_is_true(causal);
+      out->m = json_number_value(json_object_get(s, "m"));
+      out->n = json_number_value(json_object_get(s, "n"));
+      out->k = json_number_value(json_object_get(s, "k"));
+      out->batch = json_number_value(json_object_get(s, "batch"));
+      if (!(out->m >= 1 && out->n >= 1 && out->k >= 1 && out->batch >= 1))
+        *why = "an attention without its shape";
+    }
+    json_decref(s);
+    return *why == NULL;
+  }
+  *why = strcmp(r->kind, "iter") == 0
+             ? "a run's iterations (fitted once, from the run's score)"
+             : "a kind not fitted yet (memory-bound ops, attention, p2p)";
   return 0;
+}
+
+/* An op of a run, for merging its repeats (same run key and shape). */
+typedef struct gemm_ref {
+  const cal_obs *o;
+  const char *key;
+  size_t at;
+} gemm_ref;
+
+static int gemm_cmp(const void *a, const void *b) {
+  const gemm_ref *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  if (c) return c;
+  if (x->o->m != y->o->m) return x->o->m < y->o->m ? -1 : 1;
+  if (x->o->n != y->o->n) return x->o->n < y->o->n ? -1 : 1;
+  if (x->o->k != y->o->k) return x->o->k < y->o->k ? -1 : 1;
+  if (x->o->kind != y->o->kind) return x->o->kind < y->o->kind ? -1 : 1;
+  if (x->o->lop != y->o->lop) return x->o->lop < y->o->lop ? -1 : 1;
+  if (x->o->batch != y->o->batch) return x->o->batch < y->o->batch ? -1 : 1;
+  if (x->o->bytes != y->o->bytes) return x->o->bytes < y->o->bytes ? -1 : 1;
+  if (x->o->causal != y->o->causal) return x->o->causal < y->o->causal ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int same_shape(const gemm_ref *x, const gemm_ref *y) {
+  gemm_ref a = *x, b = *y;
+  a.at = b.at = 0;
+  return gemm_cmp(&a, &b) == 0;
+}
+
+size_t cal_obs_merge(cal_obs *obs, const char **key, size_t n) {
+  gemm_ref *r = malloc((n + 1) * sizeof *r);
+  size_t *into = malloc((n + 1) * sizeof *into);
+  double *sum = calloc(n + 1, sizeof *sum);
+  int *cnt = calloc(n + 1, sizeof *cnt);
+  if (!r || !into || !sum || !cnt) {
+    free(r), free(into), free(sum), free(cnt);
+    return n;
+  }
+  size_t nr = 0;
+  for (size_t i = 0; i < n; i++) {
+    into[i] = i;
+    if ((obs[i].kind == CAL_GEMM || obs[i].kind == CAL_OP) && key[i])
+      r[nr++] = (gemm_ref){&obs[i], key[i], i};
+  }
+  qsort(r, nr, sizeof *r, gemm_cmp);
+  for (size_t a = 0; a < nr;) {
+    size_t b = a + 1, first = r[a].at;
+    while (b < nr && same_shape(&r[a], &r[b]))
+      first = r[b].at < first ? r[b].at : first, b++;
+    for (size_t j = a; j < b; j++) into[r[j].at] = first;
+    a = b;
+  }
+  for (size_t i = 0; i < n; i++) sum[into[i]] += obs[i].time_s, cnt[into[i]]++;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (into[i] == i) {
+      obs[m] = obs[i], key[m] = key[i];
+      obs[m++].time_s = sum[i] / cnt[i];
+    }
+  free(r), free(into), free(sum), free(cnt);
+  return m;
 }
 
 char *cal_residuals_json(const cal_result *r, const cal_obs *obs) {

@@ -17,13 +17,15 @@ extern char **environ;
 static double size_of(const cal_obs *o) {
   switch (o->kind) {
   case CAL_COLL: return o->bytes;
-  case CAL_GEMM: return 2 * o->m * o->n * o->k;
+  case CAL_GEMM: return 2 * o->m * o->n * o->k * (o->batch > 1 ? o->batch : 1);
+  case CAL_OP: return o->lop == CM_LOP_MEM ? o->bytes : 4 * o->m * o->n * o->k * o->batch;
   default: return o->time_s;
   }
 }
 
 static const char *const size_label[CAL_NKINDS] = {"message size (bytes)", "GEMM FLOPs",
-                                                   "published iteration time (s)"};
+                                                   "attention FLOPs or memory-bound bytes",
+                                                   "measured iteration time (s)"};
 
 static int write_data(const char *path, const cal_result *r, const cal_obs *obs, pp_err *err) {
   FILE *f = fopen(path, "w");

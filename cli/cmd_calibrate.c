@@ -2,12 +2,17 @@
  * store the calibration (calibrate/ fits; store/ reads and writes, the calibration in one
  * transaction); --show prints a stored one. */
 #include <errno.h>
+#include <math.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 #ifdef PODPLAN_GSL
+#include "podplan/be.h"
 #include "podplan/cal.h"
 #include "podplan/study.h"
 #endif
@@ -74,24 +79,46 @@ int cmd_calibrate(int argc, char **argv) {
 
 typedef struct cal_args {
   const char *cluster, *db, *kind, *fit, *runs, *plots;
-  int gpus, json, robust, show, folds;
+  int gpus, json, robust, show, folds, holdout_plans, spread;
   unsigned seed;
   double holdout;
+  /* --from-search */
+  long long search;
+  int top, layers, shrink, iters;
+  const char *launch, *device;
 } cal_args;
 
-/* The observations of the stored measurements, and counts of the ones left out by reason. */
+/* A backend run's specs as run, and the settings the backend runs them with. */
+typedef struct run_spec {
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  cm_params prm;
+} run_spec;
+
+/* The observations: stored measurements and backend runs of the cluster (only the runs in
+ * `only` when given), and counts of the ones left out by reason. */
 typedef struct inputs {
   store_meas_list rows;
+  store_backend_run *runs;
+  size_t nruns;
+  run_spec *specs;   /* [nruns] */
   cal_obs *obs;
+  const char **key;  /* [n] the run key of an observation of a run (NULL: none) */
+  int *run_of;       /* [n] the run of an iteration observation, else -1 */
   size_t n;
-  const char *why[8];
-  int why_n[8], nwhy;
+  const char *why[12];
+  int why_n[12], nwhy;
   int max_ranks;
+  size_t merged;     /* GEMM measurements of runs merged into one per shape and run */
+  const char *const *only; /* run keys (NULL-terminated), or NULL: every run */
 } inputs;
 
 static void inputs_free(inputs *in) {
   store_meas_list_free(&in->rows);
-  free(in->obs);
+  for (size_t i = 0; in->specs && i < in->nruns; i++) spec_plan_clear(&in->specs[i].p);
+  store_backend_runs_free(in->runs, in->nruns);
+  free(in->specs), free(in->obs), free(in->key), free(in->run_of);
 }
 
 static void skip(inputs *in, const char *why) {
@@ -100,30 +127,101 @@ static void skip(inputs *in, const char *why) {
       in->why_n[k]++;
       return;
     }
-  if (in->nwhy < 8) in->why[in->nwhy] = why, in->why_n[in->nwhy++] = 1;
+  if (in->nwhy < 12) in->why[in->nwhy] = why, in->why_n[in->nwhy++] = 1;
+}
+
+static int wanted(const inputs *in, const char *key) {
+  if (!in->only) return 1;
+  for (const char *const *k = in->only; *k; k++)
+    if (key && strcmp(*k, key) == 0) return 1;
+  return 0;
 }
 
 static int read_inputs(const cal_args *a, const char *cluster_name, inputs *in, pp_err *err) {
   store *s = NULL;
   store_opts ro = {.readonly = 1};
+  int iters_only = a->kind && strcmp(a->kind, "iter") == 0;
   int rc = store_open(a->db, &ro, &s, err);
-  if (!rc) rc = store_get_measurements(s, cluster_name, a->kind, &in->rows, err);
+  if (!rc && !iters_only) rc = store_get_measurements(s, cluster_name, a->kind, &in->rows, err);
+  if (!rc && (!a->kind || iters_only))
+    rc = store_get_backend_runs(s, cluster_name, &in->runs, &in->nruns, err);
   store_close(s);
   if (rc) return rc;
   for (size_t i = 0; i < in->rows.n; i++)
     if (in->rows.rows[i].ranks > in->max_ranks) in->max_ranks = in->rows.rows[i].ranks;
-  in->obs = calloc(in->rows.n + 1, sizeof *in->obs);
-  return in->obs ? PP_OK : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  size_t cap = in->rows.n + in->nruns + 1;
+  in->obs = calloc(cap, sizeof *in->obs);
+  in->key = calloc(cap, sizeof *in->key);
+  in->run_of = calloc(cap, sizeof *in->run_of);
+  in->specs = calloc(in->nruns + 1, sizeof *in->specs);
+  if (!in->obs || !in->key || !in->run_of || !in->specs)
+    return pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  return PP_OK;
+}
+
+/* A backend run as an iteration observation: its specs parsed, the backend's settings. */
+static const char *run_obs(inputs *in, size_t i, const spec_cluster *c, pp_err *err) {
+  const store_backend_run *r = &in->runs[i];
+  run_spec *x = &in->specs[i];
+  if ((strcmp(r->device, "cpu") == 0) != c->gpu.cpu)
+    return c->gpu.cpu ? "a run on GPUs; the cluster's ranks are CPU processes"
+                      : "a run on CPUs, not on the cluster's GPUs";
+  if (spec_model_load(r->model_json, &x->m, err) ||
+      spec_cluster_load(r->cluster_json, 0, &x->c, err) || spec_plan_parse(r->plan_json, &x->p, err))
+    return "a run whose stored specs do not load";
+  if (spec_plan_resolve(&x->p, &x->m, &x->c, err)) return "a run whose plan does not resolve";
+  be_cm_params(&x->m, &x->prm);
+  in->obs[in->n] = (cal_obs){.kind = CAL_ITER, .id = r->score_id, .time_s = r->iter_time_s,
+                             .model = &x->m, .cluster = &x->c, .plan = &x->p, .base = &x->prm};
+  in->key[in->n] = r->run_key;
+  in->run_of[in->n++] = (int)i;
+  return NULL;
 }
 
 static void to_obs(inputs *in, const spec_cluster *c) {
   for (size_t i = 0; i < in->rows.n; i++) {
+    const store_measurement *r = &in->rows.rows[i];
     const char *why;
-    if (cal_obs_from_row(&in->rows.rows[i], in->rows.ids[i], c, &in->obs[in->n], &why))
-      in->n++;
-    else
+    int of_run = strncmp(r->run_key, "run:", 4) == 0;
+    if (of_run && !wanted(in, r->run_key)) continue;
+    if (!cal_obs_from_row(r, in->rows.ids[i], c, &in->obs[in->n], &why)) {
       skip(in, why);
+      continue;
+    }
+    in->key[in->n] = of_run ? r->run_key : NULL;
+    in->run_of[in->n++] = -1;
   }
+  /* a run's GEMMs: one observation per shape (runs repeat each layer's) */
+  size_t n0 = in->n;
+  in->n = cal_obs_merge(in->obs, in->key, in->n);
+  in->merged = n0 - in->n;
+  for (size_t i = 0; i < in->nruns; i++) {
+    if (!wanted(in, in->runs[i].run_key)) continue;
+    pp_err e = {0};
+    const char *why = run_obs(in, i, c, &e);
+    if (why) skip(in, why);
+  }
+}
+
+/* --holdout plans: a third of the runs (seeded), every observation of them, out of the fit. */
+static int hold_out_plans(const cal_args *a, inputs *in) {
+  int nr = 0, idx[4096];
+  for (size_t i = 0; i < in->n && nr < 4096; i++)
+    if (in->run_of[i] >= 0) idx[nr++] = (int)i;
+  int k = (nr + 1) / 3;
+  if (nr < 3) return 0;
+  unsigned st = a->seed * 2654435761u + 1u;
+  for (int i = nr - 1; i > 0; i--) {
+    st = st * 1103515245u + 12345u;
+    int j = (int)((st >> 8) % (unsigned)(i + 1)), t = idx[i];
+    idx[i] = idx[j], idx[j] = t;
+  }
+  for (int h = 0; h < k; h++) {
+    const char *key = in->key[idx[h]];
+    for (size_t i = 0; i < in->n; i++)
+      if (in->key[i] && strcmp(in->key[i], key) == 0) in->obs[i].aside = 1;
+  }
+  return k;
 }
 
 /* --fit a,b,c as a NULL-terminated list (in buf). */
@@ -152,12 +250,108 @@ static json_t *params_fitted_json(const cal_result *r, json_t **not_informed) {
   return o;
 }
 
-static void print_fit(const cal_result *r, const cal_obs *obs, const inputs *in,
+static const char *const kind_group[CAL_NKINDS] = {"collectives", "GEMMs", "ops", "iterations"};
+
+/* Errors per kind of observation (fitted and held out), and the runs' Kendall tau. */
+typedef struct fit_report {
+  cal_group_error g[CAL_NKINDS + 1];
+  int ng, nplans, nheld_plans;
+  double tau_before, tau_after, held_tau_before, held_tau_after; /* NAN: fewer than 3 runs */
+} fit_report;
+
+static double runs_tau(const inputs *in, const cal_result *r, int held_only, int after) {
+  double meas[4096], pred[4096];
+  int k = 0;
+  for (size_t i = 0; i < in->n && k < 4096; i++)
+    if (in->run_of[i] >= 0 && (!held_only || r->held[i]))
+      meas[k] = in->obs[i].time_s, pred[k++] = after ? r->after[i] : r->before[i];
+  return k >= 3 ? study_kendall_tau(pred, meas, k, NULL, NULL) : NAN;
+}
+
+static void make_report(const inputs *in, const cal_result *r, fit_report *f) {
+  const char **grp = malloc((in->n + 1) * sizeof *grp);
+  memset(f, 0, sizeof *f);
+  if (grp) {
+    for (size_t i = 0; i < in->n; i++) grp[i] = kind_group[in->obs[i].kind];
+    f->ng = cal_group_errors(in->obs, grp, in->n, r->before, r->after, NULL, f->g, CAL_NKINDS + 1);
+    free(grp);
+  }
+  for (size_t i = 0; i < in->n; i++)
+    if (in->run_of[i] >= 0) f->nplans++, f->nheld_plans += r->held[i];
+  f->tau_before = runs_tau(in, r, 0, 0), f->tau_after = runs_tau(in, r, 0, 1);
+  f->held_tau_before = runs_tau(in, r, 1, 0), f->held_tau_after = runs_tau(in, r, 1, 1);
+}
+
+/* The runs' plans: measured, predicted before and after, held out or fitted. */
+static json_t *plans_json(const inputs *in, const cal_result *r) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < in->n; i++) {
+    int k = in->run_of[i];
+    if (k < 0) continue;
+    char text[SPEC_PLAN_STR_MAX];
+    pp_err e = {0};
+    if (spec_plan_format(&in->specs[k].p, text, sizeof text, &e)) snprintf(text, sizeof text, "-");
+    json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:f, s:f, s:f, s:b}", "plan_id",
+                                         (json_int_t)in->runs[k].plan_id, "plan", text, "model",
+                                         in->specs[k].m.name, "measured_s", in->obs[i].time_s,
+                                         "before_s", r->before[i], "after_s", r->after[i],
+                                         "held", r->held[i]));
+  }
+  return arr;
+}
+
+static json_t *kinds_json(const fit_report *f) {
+  json_t *o = json_object();
+  for (int k = 0; k < f->ng; k++) {
+    const cal_group_error *g = &f->g[k];
+    if (strcmp(g->name, "all") == 0) continue;
+    json_object_set_new(o, g->name, json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "fitted",
+                                              g->n, "held_out", g->aside, "mape_before",
+                                              g->mape_before, "mape_after", g->mape_after,
+                                              "holdout_mape_before", g->aside_mape_before,
+                                              "holdout_mape_after", g->aside_mape_after,
+                                              "bias_before", g->bias_before));
+  }
+  return o;
+}
+
+static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
+
+static void print_plans(const inputs *in, const cal_result *r, const fit_report *f) {
+  printf("  %-6s %-52s %10s %10s %10s %16s\n", "plan", "(model as run)", "measured", "before",
+         "after", "error b -> a");
+  for (size_t i = 0; i < in->n; i++) {
+    int k = in->run_of[i];
+    if (k < 0) continue;
+    char text[SPEC_PLAN_STR_MAX];
+    pp_err e = {0};
+    if (spec_plan_format(&in->specs[k].p, text, sizeof text, &e)) snprintf(text, sizeof text, "-");
+    double m = in->obs[i].time_s;
+    printf("  %-6lld %-52.52s %9.4fs %9.4fs %9.4fs %+6.1f%% %+6.1f%%%s\n",
+           (long long)in->runs[k].plan_id, text, m, r->before[i], r->after[i],
+           100 * (r->before[i] / m - 1), 100 * (r->after[i] / m - 1), r->held[i] ? "  held out" : "");
+  }
+  if (f->nplans) printf("  models as run: %s", in->specs[in->run_of[in->n - 1]].m.name);
+  if (f->nplans) printf(" (layers and width as `podplan run --layers/--shrink` ran them)\n");
+  if (!isnan(f->tau_before))
+    printf("  Kendall's tau, predicted vs measured iteration: %+.2f -> %+.2f over %d runs",
+           f->tau_before, f->tau_after, f->nplans);
+  if (!isnan(f->held_tau_before))
+    printf("; held out %+.2f -> %+.2f", f->held_tau_before, f->held_tau_after);
+  if (!isnan(f->tau_before)) putchar('\n');
+}
+
+static void print_fit(const cal_result *r, const inputs *in, const fit_report *f,
                       const spec_cluster *c, int64_t id, const char *db) {
-  size_t nc = 0;
-  for (size_t i = 0; i < in->n; i++) nc += obs[i].kind == CAL_COLL;
-  printf("calibrate %s (%d GPUs): %zu measurements (%zu collectives, %zu GEMMs), %zu fitted, "
-         "%zu held out\n", c->name, c->gpus, in->n, nc, in->n - nc, r->nfit, r->nheld);
+  size_t nk[CAL_NKINDS] = {0};
+  for (size_t i = 0; i < in->n; i++) nk[in->obs[i].kind]++;
+  printf("calibrate %s (%d %s): %zu measurements (%zu collectives, %zu GEMMs, %zu other ops, "
+         "%zu iterations), %zu fitted, %zu held out\n", c->name, c->gpus,
+         c->gpu.cpu ? "ranks" : "GPUs", in->n, nk[CAL_COLL], nk[CAL_GEMM], nk[CAL_OP],
+         nk[CAL_ITER], r->nfit, r->nheld);
+  if (in->merged)
+    printf("  merged: %zu repeats of an op's shape within a run (one observation per shape, the "
+           "mean time)\n", in->merged);
   for (int k = 0; k < in->nwhy; k++) printf("  left out: %d, %s\n", in->why_n[k], in->why[k]);
   printf("  %-20s %14s %14s %12s\n", "parameter", "prior", "fitted", "sigma");
   for (size_t j = 0; j < r->nparams; j++)
@@ -176,27 +370,46 @@ static void print_fit(const cal_result *r, const cal_obs *obs, const inputs *in,
          r->mape_after, r->bias_before, r->bias_after);
   if (r->nheld)
     printf("    %-24s %7.2f%% %7.2f%%\n", "held out", r->held_mape_before, r->held_mape_after);
+  for (int k = 0; f->ng > 2 && k < f->ng; k++) {
+    const cal_group_error *g = &f->g[k];
+    if (strcmp(g->name, "all") == 0) continue;
+    if (g->n)
+      printf("    %-12s fitted (%3d) %7.2f%% %7.2f%%\n", g->name, g->n, g->mape_before, g->mape_after);
+    if (g->aside)
+      printf("    %-12s held   (%3d) %7.2f%% %7.2f%%\n", g->name, g->aside, g->aside_mape_before,
+             g->aside_mape_after);
+  }
   cal_range_error re[CAL_NRANGES];
-  cal_range_errors(r, obs, re);
+  cal_range_errors(r, in->obs, re);
   for (int k = 0; k < CAL_NRANGES; k++)
     if (re[k].n)
       printf("    collectives %-12s %7.2f%% %7.2f%%   (%d)\n", re[k].range, re[k].mape_before,
              re[k].mape_after, re[k].n);
+  if (f->nplans) print_plans(in, r, f);
   printf("  RMS of log(predicted / measured), fitted: %.4f -> %.4f (what the fit lowers)\n",
          r->fit_error_before, r->fit_error);
   printf("  %d iterations; calibration %lld stored in %s\n", r->iterations, (long long)id, db);
 }
 
-static void print_json(const cal_result *r, const cal_obs *obs, const inputs *in, int64_t id) {
+static void print_json(const cal_result *r, const inputs *in, const fit_report *f, int64_t id) {
   json_t *ni, *pf = params_fitted_json(r, &ni), *sk = json_object();
   for (int k = 0; k < in->nwhy; k++) json_object_set_new(sk, in->why[k], json_integer(in->why_n[k]));
-  char *sum = cal_summary_json(r, obs);
+  char *sum = cal_summary_json(r, in->obs);
   json_t *o = sum ? json_loads(sum, 0, NULL) : json_object();
   free(sum);
   json_object_set_new(o, "calibration_id", json_integer(id));
   json_object_set_new(o, "params_fitted", pf);
   json_object_set_new(o, "not_informed", ni);
   json_object_set_new(o, "skipped", sk);
+  json_object_set_new(o, "merged", json_integer((json_int_t)in->merged));
+  json_object_set_new(o, "by_kind", kinds_json(f));
+  if (f->nplans) {
+    json_object_set_new(o, "plans", plans_json(in, r));
+    json_object_set_new(o, "kendall_tau_before", num_or_null(f->tau_before));
+    json_object_set_new(o, "kendall_tau_after", num_or_null(f->tau_after));
+    json_object_set_new(o, "holdout_kendall_tau_before", num_or_null(f->held_tau_before));
+    json_object_set_new(o, "holdout_kendall_tau_after", num_or_null(f->held_tau_after));
+  }
   json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
   putchar('\n');
   json_decref(o);
@@ -214,16 +427,49 @@ static int plots(const cal_args *a, long long id, const char *what, const cal_re
   return cal_plots(a->plots, tag, title, r, obs, err);
 }
 
+/* What a calibration was fitted to (its inputs_json). */
+static char *inputs_json(const cal_args *a, const inputs *in, int nheld_plans) {
+  json_t *ids = json_array(), *keys = json_array();
+  for (size_t i = 0; i < in->n; i++) {
+    json_array_append_new(ids, json_integer(in->obs[i].id));
+    if (in->run_of[i] >= 0) json_array_append_new(keys, json_string(in->key[i]));
+  }
+  json_t *o = json_pack("{s:s, s:s?, s:o, s:o}", "selection",
+                        a->search ? "from-search" : "cluster name", "kind", a->kind,
+                        "measurement_ids", ids, "run_keys", keys);
+  if (a->search) {
+    json_object_set_new(o, "spread", json_boolean(a->spread));
+    json_object_set_new(o, "search_run", json_integer(a->search));
+    json_object_set_new(o, "top", json_integer(a->top));
+    json_object_set_new(o, "launch", json_string(a->launch));
+  }
+  if (a->holdout_plans) json_object_set_new(o, "held_out_plans", json_integer(nheld_plans));
+  char *s = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  return s;
+}
+
 /* The fit and its calibration row (one transaction). */
 static int fit_and_store(const cal_args *a, const spec_cluster *c, inputs *in, pp_err *err) {
   spec_model m;
-  if (spec_model_load("gpt3-175b", &m, err)) return err->code; /* collectives and GEMMs do not
-                                                                   depend on the model */
+  /* collectives and GEMMs do not depend on the model; a run's iterations on their own */
+  if (in->nruns) {
+    int k = -1;
+    for (size_t i = 0; i < in->n && k < 0; i++) k = in->run_of[i];
+    m = k >= 0 ? in->specs[k].m : m;
+    if (k < 0 && spec_model_load("gpt3-175b", &m, err)) return err->code;
+  } else if (spec_model_load("gpt3-175b", &m, err)) {
+    return err->code;
+  }
   cm_params prior;
   cm_params_default(&m, &prior);
   char buf[1024];
   const char *names[64];
   cal_opts o = {.holdout = a->holdout, .seed = a->seed, .robust = a->robust};
+  int nheld_plans = a->holdout_plans ? hold_out_plans(a, in) : 0;
+  if (a->holdout_plans && nheld_plans == 0)
+    return pp_err_set(err, PP_INPUT, "--holdout plans: %s has fewer than 3 runs of the cluster's "
+                      "ranks to hold some out", a->db);
   if (a->fit) {
     if (fit_names(a->fit, buf, sizeof buf, names, 64) < 1)
       return pp_err_set(err, PP_INPUT, "--fit: give parameter names separated by commas");
@@ -232,25 +478,179 @@ static int fit_and_store(const cal_args *a, const spec_cluster *c, inputs *in, p
   cal_result r;
   int rc = cal_fit(&m, c, &prior, in->obs, in->n, &o, &r, err);
   if (rc) return rc;
+  fit_report f;
+  make_report(in, &r, &f);
   char *pj = cal_params_json(&r), *rj = cal_residuals_json(&r, in->obs);
-  char *hj = cal_summary_json(&r, in->obs);
-  json_t *ids = json_array();
-  for (size_t i = 0; ids && i < in->n; i++) json_array_append_new(ids, json_integer(in->obs[i].id));
-  json_t *inp = json_pack("{s:s, s:s?, s:o}", "selection", "cluster name", "kind", a->kind,
-                          "measurement_ids", ids ? ids : json_null());
-  char *ij = inp ? json_dumps(inp, JSON_COMPACT) : NULL;
-  json_decref(inp);
+  char *sum = cal_summary_json(&r, in->obs), *hj = NULL;
+  json_t *sj = sum ? json_loads(sum, 0, NULL) : NULL;
+  if (sj) {
+    json_object_set_new(sj, "by_kind", kinds_json(&f));
+    if (f.nplans) json_object_set_new(sj, "plans", plans_json(in, &r));
+    hj = json_dumps(sj, JSON_COMPACT);
+  }
+  json_decref(sj);
+  free(sum);
+  char *ij = inputs_json(a, in, nheld_plans);
   store_calibration cal = {.method = a->robust ? "gsl-nlinear-lm+cauchy" : "gsl-nlinear-lm",
                            .params_json = pj, .inputs_json = ij, .residuals_json = rj,
                            .fit_error = r.fit_error, .holdout_json = hj};
   if (!pj || !rj || !hj || !ij) rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
   if (!rc) rc = store_save_calibration(a->db, c, &cal, err);
   if (!rc) rc = plots(a, cal.id, c->name, &r, in->obs, err);
-  if (!rc && a->json) print_json(&r, in->obs, in, cal.id);
-  if (!rc && !a->json) print_fit(&r, in->obs, in, c, cal.id, a->db);
+  if (!rc && a->json) print_json(&r, in, &f, cal.id);
+  if (!rc && !a->json) print_fit(&r, in, &f, c, cal.id, a->db);
   free(pj), free(rj), free(hj), free(ij);
   cal_result_free(&r);
   return rc;
+}
+
+/* ---- --from-search: the top plans of a search run on the backend, then fitted ------------- */
+
+extern char **environ;
+
+/* Runs one plan: launch words + this program's `run`, its JSON read from a pipe. The run's
+ * key (malloc'd) and measured time on success. */
+static int launch_plan(const cal_args *a, int64_t plan_id, const char *model_json,
+                       const char *cluster_json, const char *self, char **key, double *meas,
+                       pp_err *err) {
+  char words[1024], id[32], iters[16], layers[16], shrink[16];
+  if (strlen(a->launch) >= sizeof words)
+    return pp_err_set(err, PP_USAGE, "--launch: longer than %zu characters", sizeof words - 1);
+  strcpy(words, a->launch);
+  char *argv[96];
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(words, " \t", &save); t && n < 64;
+       t = strtok_r(NULL, " \t", &save))
+    argv[n++] = t;
+  snprintf(id, sizeof id, "%lld", (long long)plan_id);
+  snprintf(iters, sizeof iters, "%d", a->iters);
+  const char *tail[] = {self, "run", "--plan-id", id, "--model", model_json, "--cluster",
+                        cluster_json, "--db", a->db, "--device", a->device, "--iters", iters,
+                        "--json", NULL};
+  for (int k = 0; tail[k]; k++) argv[n++] = (char *)tail[k];
+  if (a->layers) {
+    snprintf(layers, sizeof layers, "%d", a->layers);
+    argv[n++] = "--layers", argv[n++] = layers;
+  }
+  if (a->shrink > 1) {
+    snprintf(shrink, sizeof shrink, "%d", a->shrink);
+    argv[n++] = "--shrink", argv[n++] = shrink;
+  }
+  argv[n] = NULL;
+  int fd[2];
+  if (pipe(fd)) return pp_err_set(err, PP_IO, "--launch: pipe: %s", strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fd[0]);
+  pid_t pid;
+  int st = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd[1]);
+  if (st) {
+    close(fd[0]);
+    return pp_err_set(err, PP_USAGE, "--launch: cannot start '%s': %s", argv[0], strerror(st));
+  }
+  size_t len = 0, cap = 4096;
+  char *out = malloc(cap);
+  ssize_t got;
+  while (out && (got = read(fd[0], out + len, cap - len - 1)) > 0)
+    if ((len += (size_t)got) + 1 == cap) {
+      char *bigger = realloc(out, cap *= 2);
+      if (!bigger) free(out);
+      out = bigger;
+    }
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (!out) return pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  out[len] = 0;
+  int rc = PP_OK;
+  if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+    rc = pp_err_set(err, PP_DEVICE, "--from-search: plan %lld: '%s ... run' %s %d (its error is "
+                    "above)", (long long)plan_id, a->launch,
+                    WIFEXITED(status) ? "exited with status" : "was killed by signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  } else {
+    /* mpirun passes on rank 0's JSON; the object is the last thing printed */
+    const char *brace = strchr(out, '{');
+    json_t *j = brace ? json_loads(brace, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    const char *k = json_string_value(json_object_get(j, "run_key"));
+    *meas = json_number_value(json_object_get(j, "iter_time_s"));
+    if (!k || !(*meas > 0))
+      rc = pp_err_set(err, PP_DEVICE, "--from-search: plan %lld: the run printed no iteration "
+                      "time and run key", (long long)plan_id);
+    else if (!(*key = strdup(k)))
+      rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+    json_decref(j);
+  }
+  free(out);
+  return rc;
+}
+
+/* Runs the top K plans of search run a->search; their keys in keys[] (NULL-terminated). */
+static int launch_top(cal_args *a, spec_cluster *c, char **keys, pp_err *err) {
+  int64_t ids[256];
+  double secs[256];
+  int n = 0;
+  char *mj = NULL, *cj = NULL, self[4096];
+  store *s = NULL;
+  store_opts ro = {.readonly = 1};
+  int rc = store_open(a->db, &ro, &s, err);
+  if (!rc) rc = store_get_search_top(s, a->search, a->spread ? 256 : a->top, ids, secs, &n, &mj,
+                                     &cj, err);
+  store_close(s);
+  if (!rc && a->spread && n > a->top) { /* K of the ranking, first and last included */
+    for (int i = 0; i < a->top; i++) {
+      int at = a->top > 1 ? (int)((double)i * (n - 1) / (a->top - 1) + 0.5) : 0;
+      ids[i] = ids[at], secs[i] = secs[at];
+    }
+    n = a->top;
+  }
+  if (!rc) rc = spec_cluster_load(cj, 0, c, err);
+  if (!rc && !a->device) a->device = c->gpu.cpu ? "cpu" : "cuda";
+  if (!rc && (strcmp(a->device, "cpu") == 0) != c->gpu.cpu)
+    rc = pp_err_set(err, PP_USAGE, "--device %s: search run %lld is on %s, whose ranks are %s "
+                    "(search a cluster of this device's ranks, e.g. cpu-host for --device cpu)",
+                    a->device, a->search, c->name, c->gpu.cpu ? "CPU processes" : "GPUs");
+  if (!rc && n == 0)
+    rc = pp_err_set(err, PP_INPUT, "%s: search run %lld has no feasible plan to run", a->db,
+                    a->search);
+  ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (!rc && sl <= 0) rc = pp_err_set(err, PP_IO, "/proc/self/exe: %s", strerror(errno));
+  if (!rc) self[sl] = 0;
+  int tty = isatty(STDERR_FILENO);
+  if (!rc && n < a->top)
+    fprintf(stderr, "podplan calibrate: search run %lld has %d feasible plans; running all of "
+            "them\n", a->search, n);
+  for (int i = 0; !rc && i < n; i++) {
+    double meas = 0;
+    if (tty) fprintf(stderr, "\rpodplan calibrate: running plan %d of %d (id %lld) ...", i + 1, n,
+                     (long long)ids[i]);
+    rc = launch_plan(a, ids[i], mj, cj, self, &keys[i], &meas, err);
+    if (tty && !rc) fprintf(stderr, " %.4f s", meas);
+  }
+  if (tty && n) fputc('\n', stderr);
+  free(mj), free(cj);
+  return rc;
+}
+
+static int calibrate_from_search(const cal_args *in_args) {
+  cal_args a = *in_args;
+  pp_err err = {0};
+  spec_cluster cl;
+  char *keys[257] = {0};
+  inputs in = {0};
+  int rc = launch_top(&a, &cl, keys, &err);
+  in.only = (const char *const *)keys;
+  if (!rc) rc = read_inputs(&a, cl.name, &in, &err);
+  if (!rc) {
+    to_obs(&in, &cl);
+    rc = fit_and_store(&a, &cl, &in, &err);
+  }
+  inputs_free(&in);
+  for (int i = 0; keys[i]; i++) free(keys[i]);
+  return rc ? cli_fail(CMD, &err) : 0;
 }
 
 /* --runs: iteration times of published runs, each on its own model, cluster and plan. */
@@ -486,9 +886,13 @@ int cmd_calibrate(int argc, char **argv) {
       {"seed", required_argument, NULL, 's'},    {"robust", no_argument, NULL, 'r'},
       {"show", required_argument, NULL, 'S'},    {"json", no_argument, NULL, 'j'},
       {"runs", required_argument, NULL, 'R'},    {"folds", required_argument, NULL, 'F'},
-      {"plots", required_argument, NULL, 'G'},
+      {"plots", required_argument, NULL, 'G'},   {"from-search", required_argument, NULL, 'X'},
+      {"top", required_argument, NULL, 'K'},     {"launch", required_argument, NULL, 'L'},
+      {"device", required_argument, NULL, 'D'},  {"layers", required_argument, NULL, 'l'},
+      {"shrink", required_argument, NULL, 'W'},  {"iters", required_argument, NULL, 'n'},
+      {"spread", no_argument, NULL, 'p'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-  cal_args a = {.db = STORE_DEFAULT_PATH, .seed = 1, .folds = 5};
+  cal_args a = {.db = STORE_DEFAULT_PATH, .seed = 1, .folds = 5, .top = 12, .iters = 3};
   int first = 1, c, seed = 1;
   char *end;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
@@ -500,16 +904,46 @@ int cmd_calibrate(int argc, char **argv) {
       break;
     case 'd': a.db = optarg; break;
     case 'k':
-      if (strcmp(optarg, "coll") && strcmp(optarg, "gemm"))
-        return cli_usage_error(CMD, "--kind: '%s' is not coll or gemm", optarg);
+      if (strcmp(optarg, "coll") && strcmp(optarg, "gemm") && strcmp(optarg, "iter"))
+        return cli_usage_error(CMD, "--kind: '%s' is not coll, gemm or iter", optarg);
       a.kind = optarg;
       break;
     case 'f': a.fit = optarg; break;
     case 'H':
+      if (strcmp(optarg, "plans") == 0) {
+        a.holdout_plans = 1;
+        break;
+      }
       a.holdout = strtod(optarg, &end);
       if (end == optarg || *end || !(a.holdout >= 0 && a.holdout <= 0.9))
-        return cli_usage_error(CMD, "--holdout: '%s' is not a fraction 0 .. 0.9", optarg);
+        return cli_usage_error(CMD, "--holdout: '%s' is not a fraction 0 .. 0.9 or 'plans'",
+                               optarg);
       break;
+    case 'X': {
+      int id = 0;
+      if (cli_int(CMD, "--from-search", optarg, 1, 2147483647, &id)) return 2;
+      a.search = id;
+      break;
+    }
+    case 'K':
+      if (cli_int(CMD, "--top", optarg, 1, 256, &a.top)) return 2;
+      break;
+    case 'L': a.launch = optarg; break;
+    case 'D':
+      if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+        return cli_usage_error(CMD, "--device: '%s' is not cpu or cuda", optarg);
+      a.device = optarg;
+      break;
+    case 'l':
+      if (cli_int(CMD, "--layers", optarg, 1, 100000, &a.layers)) return 2;
+      break;
+    case 'W':
+      if (cli_int(CMD, "--shrink", optarg, 1, 1024, &a.shrink)) return 2;
+      break;
+    case 'n':
+      if (cli_int(CMD, "--iters", optarg, 1, 100000, &a.iters)) return 2;
+      break;
+    case 'p': a.spread = 1; break;
     case 's':
       if (cli_int(CMD, "--seed", optarg, 0, 2147483647, &seed)) return 2;
       a.seed = (unsigned)seed;
@@ -529,8 +963,18 @@ int cmd_calibrate(int argc, char **argv) {
   }
   if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
   if (a.show) return show(&a);
+  if ((a.launch || a.device || a.layers || a.shrink || a.spread) && !a.search)
+    return cli_usage_error(CMD, "--launch, --device, --layers, --shrink and --spread go with "
+                                "--from-search");
+  if (a.search) {
+    if (!a.launch) return cli_usage_error(CMD, "--from-search needs --launch (e.g. \"mpirun -n 4\")");
+    if (a.cluster || a.runs || a.kind)
+      return cli_usage_error(CMD, "--from-search takes no --cluster, --runs or --kind (the "
+                                  "search run names its cluster)");
+    return calibrate_from_search(&a);
+  }
   if (a.runs) {
-    if (a.cluster || a.kind || a.holdout > 0)
+    if (a.cluster || a.kind || a.holdout > 0 || a.holdout_plans)
       return cli_usage_error(CMD, "--runs takes no --cluster, --kind or --holdout (runs name their "
                                   "clusters; the set column keeps rows aside)");
     return calibrate_runs(&a);

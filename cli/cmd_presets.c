@@ -55,8 +55,8 @@ static void print_text(int sources) {
          "HBM TB/s", "SMs");
   for (size_t i = 0; i < spec_gpu_preset_count(); i++) {
     const spec_gpu *g = spec_gpu_preset(i);
-    printf("%-10s %10.1f %10.1f %8.0f %9.4g %5d\n", g->name, g->bf16_tflops, g->fp8_tflops,
-           g->hbm_gib, g->hbm_tbps, g->sms);
+    printf("%-10s %10.*f %10.1f %8.0f %9.4g %5d\n", g->name, g->bf16_tflops < 1 ? 3 : 1,
+           g->bf16_tflops, g->fp8_tflops, g->hbm_gib, g->hbm_tbps, g->sms);
     if (sources) printf("    source: %s\n", spec_gpu_preset_source(i));
   }
   printf("\nCLUSTERS (default size; --gpus N resizes)\n%-13s %-9s %5s %5s %7s %8s %5s %4s  %s\n",

@@ -26,7 +26,9 @@ static const char usage[] =
     "data-parallel reduction and the optimizer, with the shapes the cost model prices. The first\n"
     "iteration checks every collective and message; W warm-up and N timed iterations follow.\n"
     "Rank 0 stores the iteration time as a score (source 'backend'), every op's mean time as a\n"
-    "measurement, and writes a Perfetto trace (a track per rank).\n"
+    "measurement, and writes a Perfetto trace (a track per rank). It also prints the cost\n"
+    "model's time for the plan as run (nothing overlapped, as the backend runs it): what a\n"
+    "calibration from runs (calibrate --from-search) makes agree with the measurement.\n"
     "\n"
     "  --plan-id ID        a plan stored in the database (with --model and --cluster)\n"
     "  --device D          cpu: OpenBLAS + MPI (default); cuda: cuBLAS + NCCL\n"
@@ -38,7 +40,7 @@ static const char usage[] =
     "  --timeout S         a rank waiting longer than S seconds on a peer fails (default 120)\n"
     "  --trace F           write the last timed iteration as a Perfetto trace\n"
     "  --db F              database (default podplan.db)\n"
-    "  --json              on rank 0: iter_time_s, ranks, device, verified, and more\n"
+    "  --json              on rank 0: iter_time_s, ranks, device, verified, predicted_s, ...\n"
     "  --inject fail:R     rank R exits before the timed iterations (to check failure handling)\n"
     "  --inject hang:R     rank R stops answering instead\n"
     "  -h, --help          this text\n";
@@ -138,8 +140,8 @@ static int load(const run_opts *o, spec_model *m, spec_cluster *c, spec_plan *p,
 static const char *const meas_kind[BE_NOPKINDS] = {"gemm", "op", "mem", "coll", "p2p", "p2p", "op"};
 
 static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, const spec_plan *p,
-                const be_job_result *g, const cm_result *at, const char *run_key,
-                const double kinds[BE_NEVS], int *stored, pp_err *err) {
+                const be_job_result *g, const cm_result *at, double predicted_s,
+                const char *run_key, const double kinds[BE_NEVS], int *stored, pp_err *err) {
   size_t total = 0;
   for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
   store_measurement *ms = calloc(total + (size_t)g->iters, sizeof *ms);
@@ -164,6 +166,7 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
         json_object_set_new(sh, "k", json_integer(op->k));
         json_object_set_new(sh, "batch", json_integer(op->batch));
       }
+      if (op->kind == BE_OP_ATTN) json_object_set_new(sh, "causal", json_boolean(op->causal));
       if (op->kind == BE_OP_SEND || op->kind == BE_OP_RECV)
         json_object_set_new(sh, "peer", json_integer(op->peer));
       shapes[n] = json_dumps(sh, JSON_COMPACT | JSON_SORT_KEYS);
@@ -192,9 +195,11 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
                     .ep_comm_s = kinds[BE_EV_EP], .pp_p2p_s = kinds[BE_EV_P2P],
                     .dp_comm_s = kinds[BE_EV_DP], .optimizer_s = kinds[BE_EV_OPTIMIZER]};
   json_t *bd = cli_breakdown_json(&t);
-  json_object_update_new(bd, json_pack("{s:s,s:i,s:i,s:i,s:s}", "device", o->device,
+  json_object_update_new(bd, json_pack("{s:s,s:i,s:i,s:i,s:s,s:f}", "device", o->device,
                                        "layers_run", bp->model.layers, "shrink", bp->shrink,
-                                       "ranks", bp->nranks, "run_key", run_key));
+                                       "ranks", bp->nranks, "run_key", run_key, "predicted_s",
+                                       predicted_s));
+  if (!(predicted_s > 0)) json_object_del(bd, "predicted_s");
   store_score sc = {.source = STORE_SRC_BACKEND, .iter_time_s = at->iter_time_s,
                     .tokens_per_s = at->tokens_per_s, .mfu = at->mfu, .feasible = 1};
   size_t added = 0;
@@ -227,15 +232,21 @@ static int write_trace(const char *path, const be_plan *bp, const be_job_result 
 
 /* ---- the command ------------------------------------------------------------------------ */
 
-/* rcm: the cost model of the model as run, for the throughput at the measured time. */
-static int report(const run_opts *o, const be_plan *bp, const cm_model *rcm, const spec_model *m0,
+/* rcm: the cost model of the model as run, for the throughput at the measured time and the
+ * prediction to compare with it. */
+static int report(const run_opts *o, const be_plan *bp, cm_model *rcm, const spec_model *m0,
                   const spec_plan *p, const be_job_result *g, pp_err *err) {
   const spec_cluster *c = cm_model_cluster(rcm);
   double iter, lo, hi;
   int slow;
   be_job_iter_stats(g, &iter, &lo, &hi, &slow);
-  cm_result at = {.iter_time_s = iter};
+  cm_result at = {.iter_time_s = iter}, pred;
   cm_throughput(rcm, p, iter, &at);
+  /* the cost model's time for the model as run, with the backend's settings (be_cm_params) */
+  if (cm_eval(rcm, p, &pred, err)) return err->code;
+  /* a cluster of GPUs does not describe a run on CPUs, nor the other way round */
+  int comparable = c->gpu.cpu == (strcmp(o->device, "cpu") == 0);
+  if (!comparable) pred.iter_time_s = 0;
   /* cm_throughput counts every GPU of the cluster; a non-uniform plan may leave some idle */
   double tflops = at.model_tflops_per_gpu * ((double)c->gpus / bp->nranks);
   double kinds[BE_NEVS] = {0};
@@ -247,18 +258,21 @@ static int report(const run_opts *o, const be_plan *bp, const cm_model *rcm, con
   snprintf(run_key, sizeof run_key, "run:%s:%s:%ld:%d", hash, o->device, (long)time(NULL),
            (int)getpid());
   int stored = 0;
-  if (save(o, bp, c, p, g, &at, run_key, kinds, &stored, err)) return err->code;
+  if (save(o, bp, c, p, g, &at, pred.iter_time_s, run_key, kinds, &stored, err))
+    return err->code;
   char title[256];
   snprintf(title, sizeof title, "podplan run: %s on %s (%d ranks, %s)", bp->model.name, c->name,
            bp->nranks, o->device);
   if (o->trace && write_trace(o->trace, bp, g, title, err)) return err->code;
   if (o->json) {
-    json_t *out = json_pack("{s:f,s:i,s:s,s:b,s:f,s:f,s:i,s:f,s:f,s:i,s:i,s:i,s:s,s:i}",
+    json_t *out = json_pack("{s:f,s:i,s:s,s:b,s:f,s:f,s:i,s:f,s:f,s:i,s:i,s:i,s:s,s:i,s:f}",
                             "iter_time_s", iter, "ranks", bp->nranks, "device", o->device,
                             "verified", g->verified, "iter_min_s", lo, "iter_max_s", hi, "iters",
                             g->iters, "model_flops", at.model_flops, "tflops_per_rank", tflops,
                             "layers_run", bp->model.layers, "layers_model", bp->layers_full,
-                            "shrink", bp->shrink, "run_key", run_key, "measurements", stored);
+                            "shrink", bp->shrink, "run_key", run_key, "measurements", stored,
+                            "predicted_s", pred.iter_time_s);
+    if (!comparable) json_object_set_new(out, "predicted_s", json_null());
     json_dumpf(out, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(out);
@@ -275,6 +289,12 @@ static int report(const run_opts *o, const be_plan *bp, const cm_model *rcm, con
   printf("  iteration           %.6f s mean of %d (min %.6f, max %.6f)%s\n", iter, g->iters, lo,
          hi, g->verified ? "; collectives and messages verified" : "");
   printf("  model TFLOP/s       %.4f per rank\n", tflops);
+  if (comparable)
+    printf("  cost model          %.6f s (%+.1f%%; %s, nothing overlapped as run, no "
+           "calibration)\n", pred.iter_time_s, 100 * (pred.iter_time_s / iter - 1), c->name);
+  else
+    printf("  cost model          not compared (%s describes %s; this ran on %s)\n", c->name,
+           c->gpu.cpu ? "CPU processes" : "GPUs", o->device);
   printf("  slowest rank (%d)   seconds by kind:", slow);
   for (int k = 0; k < BE_NEVS; k++) printf(" %s %.6f", be_ev_name(k), kinds[k]);
   printf("\n  stored              1 score (backend), %d measurements in %s (run %s)\n", stored,
@@ -289,9 +309,13 @@ static int lower(const run_opts *o, const spec_model *m, const spec_cluster *c,
                  const spec_plan *p, cm_model **cm, cm_model **rcm, be_plan **bp, pp_err *err) {
   spec_model mr;
   be_lower_opts lo = {o->layers, o->shrink, NULL};
+  cm_params prm, rprm;
   *cm = *rcm = NULL;
-  if (be_lower_model(m, &lo, &mr, err) || cm_model_create(m, c, NULL, cm, err) ||
-      ((o->layers > 0 || o->shrink > 1) && cm_model_create(&mr, c, NULL, rcm, err)))
+  if (be_lower_model(m, &lo, &mr, err)) return err->code;
+  be_cm_params(m, &prm);
+  be_cm_params(&mr, &rprm);
+  if (cm_model_create(m, c, &prm, cm, err) ||
+      ((o->layers > 0 || o->shrink > 1) && cm_model_create(&mr, c, &rprm, rcm, err)))
     return err->code;
   lo.run_cm = *rcm;
   return be_lower(*cm, p, &lo, bp, err);

@@ -7,6 +7,7 @@
  * the last wave of output tiles the SMs fill (tiles / (ceil(tiles / SMs) * SMs)), pad the
  * fraction of tile area that holds real output, and the k term the prologue/epilogue cost of a
  * short k-loop. The better of the tile and its transpose is taken, as cuBLAS's heuristics do.
+ * On CPU ranks (the CPU backend's host) there is no tile term: BLAS blocks are a few elements.
  * gemm_eff is the efficiency of an ideal shape; with the defaults an 8192^3 bf16 GEMM on an
  * H200 comes out at 80% of peak, as measured (78-81% with cuBLAS; docs/models.md). */
 #include <math.h>
@@ -29,8 +30,10 @@ double cm__gemm(const cm_model *cm, double m, double n, double k, double batch, 
   }
   const cm_params *p = &cm->p;
   double tm = p->gemm_tile_m, tn = p->gemm_tile_n;
-  double w = fmax(tile_eff(m, n, tm, tn, batch, cm->c.gpu.sms),
-                  tile_eff(m, n, tn, tm, batch, cm->c.gpu.sms));
+  /* CPU ranks (device "cpu"): BLAS register blocks of 4-16 elements, no tiles to pad */
+  double w = cm->c.gpu.cpu ? 1
+                           : fmax(tile_eff(m, n, tm, tn, batch, cm->c.gpu.sms),
+                                  tile_eff(m, n, tn, tm, batch, cm->c.gpu.sms));
   double e = p->gemm_eff * w * k / (k + p->gemm_k_half);
   double t = 2.0 * m * n * k * batch / (peak * e);
   /* a GEMM cannot beat the time to read its inputs and write its output (roofline) */

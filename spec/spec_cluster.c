@@ -8,6 +8,7 @@
 
 /* ---- GPU -------------------------------------------------------------------------------- */
 
+static const char *const device_names[] = {"gpu", "cpu", NULL};
 #define G(name, lo, hi, open, req, unit) \
   {#name, SPEC__DBL, offsetof(spec_gpu, name), lo, hi, open, req, 0, NULL, 0, unit}
 static const spec__field gpu_fields[] = {
@@ -17,6 +18,7 @@ static const spec__field gpu_fields[] = {
     G(hbm_gib, 0, 1e5, 1, 1, "GiB"),
     G(hbm_tbps, 0, 1e3, 1, 1, "TB/s"),
     {"sms", SPEC__INT, offsetof(spec_gpu, sms), 0, 4096, 0, 0, 0, NULL, 0, NULL},
+    {"device", SPEC__ENUM, offsetof(spec_gpu, cpu), 0, 0, 0, 0, 0, device_names, 0, NULL},
 };
 #undef G
 #define NGPU (sizeof gpu_fields / sizeof gpu_fields[0])
@@ -26,6 +28,7 @@ static int gpu_check(const spec_gpu *g, const char *o, const char *path, pp_err 
   snprintf(f, sizeof f, "%sname", path);
   if (spec__check_name(g->name, strlen(g->name), o, f, err)) return err->code;
   for (size_t i = 1; i < NGPU; i++) {
+    if (gpu_fields[i].kind == SPEC__ENUM) continue;
     const char *p = (const char *)g + gpu_fields[i].off;
     double v = gpu_fields[i].kind == SPEC__DBL ? *(const double *)p : *(const int *)p;
     if (spec__check_range(&gpu_fields[i], v, o, path, err)) return err->code;
@@ -63,7 +66,10 @@ int spec__gpu_from_json(const json_t *j, const char *origin, const char *path, s
   return PP_OK;
 }
 
-void spec__gpu_emit(json_t *obj, const spec_gpu *g) { spec__emit(obj, gpu_fields, NGPU, g, 0); }
+void spec__gpu_emit(json_t *obj, const spec_gpu *g) {
+  spec__emit(obj, gpu_fields, NGPU, g, 0);
+  if (!g->cpu) json_object_del(obj, "device"); /* GPUs' JSON (and hashes) as before */
+}
 
 char *spec_gpu_json(const spec_gpu *g) {
   json_t *o = json_object();

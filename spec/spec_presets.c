@@ -74,6 +74,12 @@ static const struct {
 /* V100 SXM2 16GB: 125 TFLOP/s is the fp16 tensor-core peak (no bf16 on Volta; the field holds
  * the 16-bit peak), 80 SMs (Volta whitepaper) */
 #define V100_16G {"v100-16g", 125, 0, 16, 0.9, 80}
+/* One CPU process of `podplan run --device cpu` in place of a GPU (device "cpu"): nominal
+ * figures of one x86-64 core with two 256-bit FMA units at 2.5 GHz (2 x 8 fp32 lanes x 2 flops
+ * x 2.5e9 = 80 GFLOP/s fp32, in the bf16 field: the CPU backend runs its GEMMs in fp32), a
+ * ~10 GB/s share of DRAM bandwidth and 8 GiB of it; no SMs (no wave quantization). Priors
+ * only: a calibration from the host's own runs (calibrate --from-search) replaces them. */
+#define CPU_CORE {"cpu-core", 0.08, 0, 8, 0.01, 0, 1}
 
 static const struct {
   spec_gpu g;
@@ -90,6 +96,9 @@ static const struct {
     {V100_16G,
      "V100-SXM2-16GB: NVIDIA Tesla V100 datasheet (125 TFLOP/s fp16 tensor core, 16 GB HBM2 at "
      "900 GB/s) and Volta whitepaper (80 SMs); not in hardware.csv"},
+    {CPU_CORE,
+     "nominal x86-64 core (AVX2: 2 FMA x 8 fp32 lanes x 2 flops x 2.5 GHz = 80 GFLOP/s), "
+     "10 GB/s of DRAM bandwidth; a prior for calibration, not a measurement"},
 };
 
 /* ---- clusters ------------------------------------------------------------------------------ */
@@ -148,6 +157,12 @@ static const struct {
      "switch with 150 GB/s per GPU, which overstates pairs joined by one link (25 GB/s direct). "
      "No EFA on p3.16xlarge: NCCL runs over TCP sockets; 25 us per hop and the radix are "
      "assumed, not measured"},
+    {{.name = "cpu-host", .gpu = CPU_CORE, .gpus = 2, .gpus_per_node = 64,
+      .nvlink = NVLINK(64, 5, 1, 1, 0), .network = {.kind = SPEC_NET_NONE}},
+     "this host under `mpirun podplan run --device cpu`: one process per rank (--gpus N, up to "
+     "64), ranks joined by shared memory, modelled as one NVLink domain of 5 GB/s per rank per "
+     "direction and 1 us (nominal Open MPI vader figures); priors for calibration, not "
+     "measurements"},
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

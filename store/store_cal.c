@@ -86,6 +86,108 @@ int store_get_measurements(store *s, const char *cluster_name, const char *kind,
   return ret;
 }
 
+void store_backend_runs_free(store_backend_run *r, size_t n) {
+  for (size_t i = 0; r && i < n; i++) {
+    free(r[i].model_json), free(r[i].cluster_json), free(r[i].plan_json);
+    free(r[i].run_key), free(r[i].device);
+  }
+  free(r);
+}
+
+int store_get_backend_runs(store *s, const char *cluster_name, store_backend_run **out,
+                           size_t *n, pp_err *err) {
+  *out = NULL, *n = 0;
+  sqlite3_stmt *st = NULL;
+  if (store__prepare(s,
+                     "SELECT sc.id, sc.plan_id, m.json, c.json, p.json, sc.iter_time_s,"
+                     " json_extract(sc.breakdown_json, '$.run_key'),"
+                     " json_extract(sc.breakdown_json, '$.device') FROM scores sc"
+                     " JOIN models m ON m.id = sc.model_id JOIN clusters c ON c.id = sc.cluster_id"
+                     " JOIN plans p ON p.id = sc.plan_id"
+                     " WHERE sc.source = 'backend' AND c.name = ?1 AND sc.iter_time_s > 0"
+                     " ORDER BY sc.id",
+                     &st, err))
+    return err->code;
+  sqlite3_bind_text(st, 1, cluster_name, -1, SQLITE_STATIC);
+  size_t cap = 0;
+  int rc, ret = PP_OK;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      size_t c = cap ? 2 * cap : 16;
+      store_backend_run *r = realloc(*out, c * sizeof *r);
+      if (!r) {
+        ret = pp_err_set(err, PP_NOMEM, "%s: out of memory reading runs", s->path);
+        break;
+      }
+      *out = r, cap = c;
+    }
+    store_backend_run *r = &(*out)[(*n)++];
+    *r = (store_backend_run){.score_id = sqlite3_column_int64(st, 0),
+                             .plan_id = sqlite3_column_int64(st, 1), .model_json = dup_col(st, 2),
+                             .cluster_json = dup_col(st, 3), .plan_json = dup_col(st, 4),
+                             .iter_time_s = sqlite3_column_double(st, 5),
+                             .run_key = dup_col(st, 6), .device = dup_col(st, 7)};
+    if (!r->model_json || !r->cluster_json || !r->plan_json || !r->run_key || !r->device) {
+      ret = pp_err_set(err, PP_NOMEM, "%s: out of memory (or a backend score without its run key "
+                       "and device)", s->path);
+      break;
+    }
+  }
+  if (!ret && rc != SQLITE_DONE) ret = store__fail(s->db, s->path, "reading runs", rc, err);
+  sqlite3_finalize(st);
+  if (ret) {
+    store_backend_runs_free(*out, *n);
+    *out = NULL, *n = 0;
+  }
+  return ret;
+}
+
+int store_get_search_top(store *s, int64_t run_id, int k, int64_t *ids, double *secs, int *n,
+                         char **model_json, char **cluster_json, pp_err *err) {
+  *n = 0, *model_json = *cluster_json = NULL;
+  sqlite3_stmt *st = NULL;
+  if (store__prepare(s,
+                     "SELECT m.json, c.json FROM search_runs r JOIN models m ON m.id = r.model_id"
+                     " JOIN clusters c ON c.id = r.cluster_id WHERE r.id = ?1",
+                     &st, err))
+    return err->code;
+  sqlite3_bind_int64(st, 1, run_id);
+  int rc = sqlite3_step(st), ret = PP_OK;
+  if (rc == SQLITE_ROW) {
+    *model_json = dup_col(st, 0), *cluster_json = dup_col(st, 1);
+    if (!*model_json || !*cluster_json) ret = pp_err_set(err, PP_NOMEM, "%s: out of memory", s->path);
+  } else if (rc == SQLITE_DONE) {
+    ret = pp_err_set(err, PP_NOTFOUND, "%s: no search run %lld", s->path, (long long)run_id);
+  } else {
+    ret = store__fail(s->db, s->path, "reading a search run", rc, err);
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  if (!ret && !store__prepare(s,
+                              "SELECT plan_id, min(iter_time_s) AS t FROM scores"
+                              " WHERE search_run_id = ?1 AND source = 'costmodel' AND feasible = 1"
+                              " AND iter_time_s > 0 GROUP BY plan_id ORDER BY t, plan_id LIMIT ?2",
+                              &st, err)) {
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, k);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < k) {
+      ids[*n] = sqlite3_column_int64(st, 0);
+      secs[(*n)++] = sqlite3_column_double(st, 1);
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+      ret = store__fail(s->db, s->path, "reading a search run's plans", rc, err);
+    sqlite3_finalize(st);
+  } else if (!ret) {
+    ret = err->code;
+  }
+  if (ret) {
+    free(*model_json), free(*cluster_json);
+    *model_json = *cluster_json = NULL;
+    *n = 0;
+  }
+  return ret;
+}
+
 int store_put_calibration(store *s, store_calibration *c, pp_err *err) {
   sqlite3_stmt *st = NULL;
   if (store__prepare(s,

@@ -127,7 +127,7 @@ static const size_case sizes[] = {
 };
 
 static void clusters(void) {
-  CHECK_EQ(spec_cluster_preset_count(), 7);
+  CHECK_EQ(spec_cluster_preset_count(), 8);
   for (size_t i = 0; i < spec_cluster_preset_count(); i++) {
     const spec_cluster *c = spec_cluster_preset(i);
     pp_err err = {0};

@@ -106,6 +106,12 @@ typedef struct be_lower_opts {
  * when the model has fewer layers or a width the divisor does not divide. */
 int be_lower_model(const spec_model *m, const be_lower_opts *o, spec_model *out, pp_err *err);
 
+/* The cost model's settings for how the backend runs m's plans: its defaults with nothing
+ * overlapped (one stream per rank: the DP reduction, the ZeRO parameter gather and the TP
+ * collectives count in full). `podplan run`'s prediction and a calibration from runs start
+ * here. */
+void be_cm_params(const spec_model *m, cm_params *p);
+
 /* Lowers a resolved, valid plan of cm's model on cm's cluster into one program per rank, in
  * the order the plan's schedule runs them, with the shapes the cost model prices. With o
  * reducing the model, the programs are those of the model as run, priced by o->run_cm (which

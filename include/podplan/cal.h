@@ -22,7 +22,8 @@
 /* What was measured. */
 typedef enum {
   CAL_COLL, /* a collective on the cluster's first `ranks` GPUs (as predict --collective) */
-  CAL_GEMM, /* an m x n x k GEMM on one GPU */
+  CAL_GEMM, /* an m x n x k GEMM on one GPU (batch of them when batch > 1) */
+  CAL_OP,   /* another op of a run priced alone (cm_lop_time): forward attention, memory-bound */
   CAL_ITER, /* a whole iteration of a plan (a published run, a backend run) */
   CAL_NKINDS
 } cal_kind;
@@ -34,7 +35,10 @@ typedef struct cal_obs {
   cm_coll coll;    /* CAL_COLL */
   double bytes;    /* CAL_COLL: nccl-tests' size (predict --collective's --bytes) */
   int ranks;       /* CAL_COLL */
-  double m, n, k;  /* CAL_GEMM */
+  double m, n, k;  /* CAL_GEMM, CAL_OP attention */
+  double batch;    /* CAL_GEMM, CAL_OP attention: 0 or 1 for one */
+  cm_lop_kind lop; /* CAL_OP: CM_LOP_ATTN (m, n, k, batch, causal) or CM_LOP_MEM (bytes) */
+  int causal;      /* CAL_OP attention */
   /* CAL_ITER: the run's own model, cluster, resolved plan and parameters (its software
    * settings; the fitted values go on top) */
   const spec_model *model;
@@ -109,6 +113,13 @@ int cal_params_list(const char *json, const char *origin, char *buf, size_t n, p
  * it is left out in *why (another kind, a CPU measurement on a GPU cluster, a run's group). */
 int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster *c,
                      cal_obs *out, const char **why);
+
+/* Merges the CAL_GEMM and CAL_OP observations of one run (the same key[i], e.g. the run's key;
+ * NULL keys are never merged) and one shape into the first of them, with their mean time: a
+ * run repeats each layer's ops, and a fit should weigh shapes, not repetitions. Others keep
+ * their order; obs and key are compacted in place. Returns the new count. NOMEM leaves them
+ * as they were (returns n). */
+size_t cal_obs_merge(cal_obs *obs, const char **key, size_t n);
 
 /* What a calibration records (malloc'd JSON; NULL when out of memory): per observation its id,
  * measured, before and after seconds and whether it was held out; and the summary (counts,

@@ -47,6 +47,10 @@ typedef struct spec_gpu {
   double hbm_gib;     /* HBM capacity, GiB (as printed on the datasheet) */
   double hbm_tbps;    /* HBM bandwidth, TB/s */
   int sms;            /* streaming multiprocessors (TPU: matrix units); 0 = unknown */
+  int cpu;            /* 1: a CPU process stands for the GPU (JSON "device": "cpu"; podplan run
+                         --device cpu on this host): bf16_tflops is then its fp32 peak and
+                         hbm_tbps its share of memory bandwidth. Emitted only when 1, so every
+                         GPU's canonical JSON and hash is as before */
 } spec_gpu;
 
 /* ---- cluster -------------------------------------------------------------------------- */

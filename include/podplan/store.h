@@ -228,6 +228,25 @@ int store_get_measurements(store *s, const char *cluster_name, const char *kind,
                            store_meas_list *out, pp_err *err);
 void store_meas_list_free(store_meas_list *l);
 
+/* A plan run on the backend (`podplan run`), read back from its score: the specs as run
+ * (canonical JSON, the model as reduced by --layers/--shrink), the measured iteration and the
+ * run's key and device (from the score's breakdown). Strings malloc'd. */
+typedef struct store_backend_run {
+  int64_t score_id, plan_id;
+  char *model_json, *cluster_json, *plan_json, *run_key, *device;
+  double iter_time_s;
+} store_backend_run;
+/* The backend runs on clusters named `cluster_name` (any size), oldest first. */
+int store_get_backend_runs(store *s, const char *cluster_name, store_backend_run **out,
+                           size_t *n, pp_err *err);
+void store_backend_runs_free(store_backend_run *r, size_t n);
+
+/* The k fastest feasible plans of search run `run_id` by its costmodel scores (plan ids and
+ * seconds in ids[k], secs[k]; *n found) and the run's model and cluster (canonical JSON,
+ * malloc'd). PP_NOTFOUND when no run has that id. */
+int store_get_search_top(store *s, int64_t run_id, int k, int64_t *ids, double *secs, int *n,
+                         char **model_json, char **cluster_json, pp_err *err);
+
 /* A calibration: the fitted parameters, what they were fitted to, and how well. */
 typedef struct store_calibration {
   int64_t id;                 /* filled by store_put_calibration */
