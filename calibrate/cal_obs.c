@@ -85,7 +85,7 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
   }
   *why = strcmp(r->kind, "iter") == 0
              ? "a run's iterations (fitted once, from the run's score)"
-             : "a kind not fitted yet (memory-bound ops, attention, p2p)";
+             : "p2p messages (the cost model prices pipeline sends per microbatch)";
   return 0;
 }
 

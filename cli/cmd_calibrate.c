@@ -318,8 +318,8 @@ static json_t *kinds_json(const fit_report *f) {
 static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
 
 static void print_plans(const inputs *in, const cal_result *r, const fit_report *f) {
-  printf("  %-6s %-52s %10s %10s %10s %16s\n", "plan", "(model as run)", "measured", "before",
-         "after", "error b -> a");
+  printf("  %-6s %10s %10s %10s %16s %-8s %s\n", "id", "measured", "before", "after",
+         "error b -> a", "", "plan");
   for (size_t i = 0; i < in->n; i++) {
     int k = in->run_of[i];
     if (k < 0) continue;
@@ -327,12 +327,14 @@ static void print_plans(const inputs *in, const cal_result *r, const fit_report 
     pp_err e = {0};
     if (spec_plan_format(&in->specs[k].p, text, sizeof text, &e)) snprintf(text, sizeof text, "-");
     double m = in->obs[i].time_s;
-    printf("  %-6lld %-52.52s %9.4fs %9.4fs %9.4fs %+6.1f%% %+6.1f%%%s\n",
-           (long long)in->runs[k].plan_id, text, m, r->before[i], r->after[i],
-           100 * (r->before[i] / m - 1), 100 * (r->after[i] / m - 1), r->held[i] ? "  held out" : "");
+    printf("  %-6lld %9.4fs %9.4fs %9.4fs %+6.1f%% %+6.1f%% %-8s %s\n",
+           (long long)in->runs[k].plan_id, m, r->before[i], r->after[i],
+           100 * (r->before[i] / m - 1), 100 * (r->after[i] / m - 1), r->held[i] ? "held" : "",
+           text);
   }
-  if (f->nplans) printf("  models as run: %s", in->specs[in->run_of[in->n - 1]].m.name);
-  if (f->nplans) printf(" (layers and width as `podplan run --layers/--shrink` ran them)\n");
+  const spec_model *mr = &in->specs[in->run_of[in->n - 1]].m;
+  printf("  model as run: %s (%d layers, hidden %d; `run --layers/--shrink` reduce it)\n",
+         mr->name, mr->layers, mr->hidden);
   if (!isnan(f->tau_before))
     printf("  Kendall's tau, predicted vs measured iteration: %+.2f -> %+.2f over %d runs",
            f->tau_before, f->tau_after, f->nplans);
@@ -589,16 +591,22 @@ static int launch_plan(const cal_args *a, int64_t plan_id, const char *model_jso
 }
 
 /* Runs the top K plans of search run a->search; their keys in keys[] (NULL-terminated). */
+#define CAL_RANKED_MAX 4096 /* plans of a search's ranking --spread picks from */
+
 static int launch_top(cal_args *a, spec_cluster *c, char **keys, pp_err *err) {
-  int64_t ids[256];
-  double secs[256];
+  int64_t *ids = malloc(CAL_RANKED_MAX * sizeof *ids);
+  double *secs = malloc(CAL_RANKED_MAX * sizeof *secs);
   int n = 0;
+  if (!ids || !secs) {
+    free(ids), free(secs);
+    return pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  }
   char *mj = NULL, *cj = NULL, self[4096];
   store *s = NULL;
   store_opts ro = {.readonly = 1};
   int rc = store_open(a->db, &ro, &s, err);
-  if (!rc) rc = store_get_search_top(s, a->search, a->spread ? 256 : a->top, ids, secs, &n, &mj,
-                                     &cj, err);
+  if (!rc) rc = store_get_search_top(s, a->search, a->spread ? CAL_RANKED_MAX : a->top, ids, secs,
+                                     &n, &mj, &cj, err);
   store_close(s);
   if (!rc && a->spread && n > a->top) { /* K of the ranking, first and last included */
     for (int i = 0; i < a->top; i++) {
@@ -631,7 +639,7 @@ static int launch_top(cal_args *a, spec_cluster *c, char **keys, pp_err *err) {
     if (tty && !rc) fprintf(stderr, " %.4f s", meas);
   }
   if (tty && n) fputc('\n', stderr);
-  free(mj), free(cj);
+  free(mj), free(cj), free(ids), free(secs);
   return rc;
 }
 
@@ -639,7 +647,7 @@ static int calibrate_from_search(const cal_args *in_args) {
   cal_args a = *in_args;
   pp_err err = {0};
   spec_cluster cl;
-  char *keys[257] = {0};
+  char *keys[257] = {0}; /* --top is at most 256 */
   inputs in = {0};
   int rc = launch_top(&a, &cl, keys, &err);
   in.only = (const char *const *)keys;
