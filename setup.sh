@@ -102,7 +102,7 @@ run_backend() {
   build/benchmarks/bench_backend --quick
   echo
   echo "== mpirun -n 4 podplan run (a small model, tp=2 x pp=2, on the cpu device)"
-  "${mpirun[@]}" $bin run --cluster dgx-h100 --gpus 4 --plan tp=2,pp=2,mbs=1,gbs=8,sp=1 \
+  "${mpirun[@]}" $bin run --cluster cpu-host --gpus 4 --plan tp=2,pp=2,mbs=1,gbs=8,sp=1 \
     --model '{"name":"gpt-small-cpu","layers":8,"hidden":256,"heads":8,"seq_len":256,"vocab":1024}' \
     --trace results/run-cpu.trace.json --db podplan.db
   echo
@@ -122,6 +122,14 @@ run_backend() {
   $bin calibrate --cluster dgx-h100 --holdout 0.25 --plots results --db results/calibrate.db
   $bin calibrate --runs benchmarks/data/published_runs.csv --plots results \
     --db results/calibrate.db
+  echo
+  echo "== the funnel on this machine: search on cpu-host, run 6 plans on the CPU backend, fit"
+  echo "   on 4 of them, check on 2 (podplan calibrate --from-search)"
+  rm -f results/loop.db
+  $bin search --model tests/fixtures/backend/tiny.json --cluster cpu-host --gpus 2 --gbs 8 \
+    --method exhaustive --top 500 --db results/loop.db > /dev/null
+  $bin calibrate --from-search 1 --top 6 --spread --layers 4 --holdout plans \
+    --launch "mpirun -n 2 --oversubscribe" --plots results/loop --db results/loop.db
 }
 
 run_tests() {

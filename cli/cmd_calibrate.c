@@ -18,22 +18,36 @@
 #endif
 
 static const char usage[] =
-    "usage: podplan calibrate --cluster C [--gpus N] [--db F] [--kind coll|gemm]\n"
-    "                         [--fit NAME,NAME...] [--holdout F] [--seed S] [--robust]\n"
+    "usage: podplan calibrate --cluster C [--gpus N] [--db F] [--kind coll|gemm|iter]\n"
+    "                         [--fit NAME,NAME...] [--holdout F|plans] [--seed S] [--robust]\n"
     "                         [--plots DIR] [--json]\n"
+    "       podplan calibrate --from-search RUN --launch CMD [--top K] [--spread]\n"
+    "                         [--device cpu|cuda] [--layers L] [--shrink W] [--iters N]\n"
+    "                         [--holdout F|plans] [--fit ...] [--seed S] [--plots DIR] [--db F]\n"
+    "                         [--json]\n"
     "       podplan calibrate --runs F.csv [--folds K] [--fit NAME,...] [--seed S] [--robust]\n"
     "                         [--plots DIR] [--db F] [--json]\n"
     "       podplan calibrate --show ID [--db F] [--json]\n"
     "\n"
     "Fits the cost model's parameters to the measurements stored for the cluster (every size of\n"
     "it): collectives imported from nccl-tests logs or measured by `bench coll` (bandwidth\n"
-    "efficiency per level, NVLS efficiency and cap, each algorithm's ramp and latency) and GPU\n"
-    "GEMMs of `bench gemm --device cuda` (GEMM efficiency, k-loop, kernel overhead), with GSL's\n"
-    "nonlinear least squares on log(predicted / measured). A parameter no measurement informs\n"
-    "keeps its value and is listed as such. Prints each fitted value with its uncertainty and\n"
-    "the error before and after (fitted, held out, collectives by size), and stores the\n"
-    "calibration with its inputs and residuals. Measurements of other kinds, of a run's groups\n"
-    "or of CPUs are left out and counted.\n"
+    "efficiency per level, NVLS efficiency and cap, each algorithm's ramp and latency), GEMMs\n"
+    "of `bench gemm` and of `podplan run` (GEMM efficiency, k-loop, kernel overhead), a run's\n"
+    "forward attention and memory-bound ops (attention and memory-bound efficiency) and its\n"
+    "iteration time (all of these, priced as the backend runs it: nothing overlapped), with\n"
+    "GSL's nonlinear least squares on log(predicted / measured). A run's ops of one shape count\n"
+    "once (their mean). CPU measurements inform only a cluster of CPU ranks (cpu-host), GPU\n"
+    "ones only GPUs. A parameter no measurement informs keeps its value and is listed as such.\n"
+    "Prints each fitted value with its uncertainty and the error before and after (fitted,\n"
+    "held out, per kind, collectives by size; each run's plan with Kendall's tau), and stores\n"
+    "the calibration with its inputs and residuals. Left out and counted: a run's collectives\n"
+    "(their times include waiting for late members), backward attention, p2p messages.\n"
+    "\n"
+    "With --from-search, first runs plans of a stored search on the backend, one after another\n"
+    "as `CMD podplan run --plan-id ID ... --json` (e.g. --launch \"mpirun -n 4\"), then fits\n"
+    "the measurements of these runs alone and prints each plan measured, before and after: the\n"
+    "funnel's last step (search -> run -> calibrate). The search's cluster must be of the\n"
+    "device's ranks (cpu-host for --device cpu).\n"
     "\n"
     "With --runs, fits constants every run shares (GEMM, attention and memory-bound efficiency,\n"
     "NVLink and NIC efficiency; never one per run) to the iteration times of published runs in\n"
@@ -46,21 +60,32 @@ static const char usage[] =
     "  --cluster C     the cluster (preset, JSON or file) whose measurements to fit\n"
     "  --gpus N        its size (default: the largest group measured)\n"
     "  --db F          store file (default podplan.db)\n"
-    "  --kind K        only measurements of kind coll or gemm\n"
+    "  --kind K        only measurements of kind coll or gemm, or only runs' iterations (iter)\n"
     "  --fit LIST      only these parameters (names of `predict --param`)\n"
     "  --holdout F     fraction of the measurements kept out of the fit (0 .. 0.9), to report\n"
-    "                  the error on them before and after\n"
+    "                  the error on them before and after; 'plans': a third of the runs, every\n"
+    "                  measurement of them\n"
     "  --seed S        which ones (default 1)\n"
     "  --robust        Cauchy weights: outliers count less\n"
     "  --plots DIR     also draw with gnuplot (PNG and SVG): predicted against measured before\n"
     "                  and after, and the error by size (calibration-ID-*.png|svg)\n"
+    "  --from-search RUN  run plans of search run RUN (its id in the store) first\n"
+    "  --launch CMD    the launcher, split at blanks (no shell), e.g. \"mpirun -n 2\"\n"
+    "  --top K         the K fastest plans of the run (default 12, at most 256)\n"
+    "  --spread        K plans spread evenly over the run's stored ranking instead (search\n"
+    "                  with a large --top), first and last included\n"
+    "  --device D      cpu or cuda (default: cpu for a cluster of CPU ranks, else cuda)\n"
+    "  --layers L      --shrink W  run fewer layers, a narrower model (podplan run's)\n"
+    "  --iters N       timed iterations per run (default 3)\n"
     "  --runs F        published runs (CSV) instead of stored measurements\n"
     "  --folds K       cross-validation folds for --runs (default 5)\n"
     "  --show ID       print stored calibration ID\n"
     "  --json          calibration_id, measurements, params_fitted (name: value, sigma, prior),\n"
     "                  not_informed, mape_before/after, bias_before/after, holdout_mape_before/\n"
-    "                  after, rms_log_before/after, collectives_by_size, skipped; with --runs\n"
-    "                  calibration_ids, by_source, ranking (docs/cli.md lists them)\n"
+    "                  after, rms_log_before/after, collectives_by_size, by_kind, skipped,\n"
+    "                  merged; with runs: plans, kendall_tau_before/after,\n"
+    "                  holdout_kendall_tau_before/after; with --runs calibration_ids,\n"
+    "                  by_source, ranking (docs/cli.md lists them)\n"
     "  -h, --help      this text\n";
 
 static const char *const CMD = "calibrate";
@@ -453,16 +478,13 @@ static char *inputs_json(const cal_args *a, const inputs *in, int nheld_plans) {
 
 /* The fit and its calibration row (one transaction). */
 static int fit_and_store(const cal_args *a, const spec_cluster *c, inputs *in, pp_err *err) {
+  /* collectives and GEMMs do not depend on the model (a run's ops take the dtype of the first
+   * run's), a run's iteration on its own */
   spec_model m;
-  /* collectives and GEMMs do not depend on the model; a run's iterations on their own */
-  if (in->nruns) {
-    int k = -1;
-    for (size_t i = 0; i < in->n && k < 0; i++) k = in->run_of[i];
-    m = k >= 0 ? in->specs[k].m : m;
-    if (k < 0 && spec_model_load("gpt3-175b", &m, err)) return err->code;
-  } else if (spec_model_load("gpt3-175b", &m, err)) {
-    return err->code;
-  }
+  int k = -1;
+  for (size_t i = 0; i < in->n && k < 0; i++) k = in->run_of[i];
+  if (k >= 0) m = in->specs[k].m;
+  else if (spec_model_load("gpt3-175b", &m, err)) return err->code;
   cm_params prior;
   cm_params_default(&m, &prior);
   char buf[1024];

@@ -7,6 +7,10 @@
  *     rings only; on H100 the model takes the faster of NVLS and ring, a piecewise function
  *     whose kinks can hold a descent: the fit's several starts are for that);
  *   - GEMMs of 64 shapes from known gemm_eff, gemm_k_half and kernel_us, 1% noise: the same;
+ *   - a run's ops on a cluster of CPU ranks (cpu-host): 16 forward attentions and 16
+ *     memory-bound ops from known attn_fwd_eff, hbm_eff and kernel_us, 1% noise, each op
+ *     repeated three times under one run key and merged (cal_obs_merge) into 32 observations
+ *     with the mean time, plus one op of another run kept apart: fitted back the same way;
  *   - a holdout of 25% is kept out of the fit, and its error falls;
  *   - the robust (Cauchy) fit ignores five measurements made 3x slower where the plain fit
  *     is pulled away;
@@ -168,6 +172,55 @@ static void gemms_round_trip(void) {
   cm_model_destroy(w.cm);
 }
 
+static void ops_round_trip(void) {
+  world w;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &w.m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("cpu-host", 2, &w.c, &err), PP_OK);
+  CHECK(w.c.gpu.cpu);
+  cm_params_default(&w.m, &w.prior);
+  w.truth = w.prior;
+  CHECK_EQ(cm_params_apply(&w.truth, "attn_fwd_eff=0.15,hbm_eff=0.4,kernel_us=20", &err), PP_OK);
+  CHECK_EQ(cm_model_create(&w.m, &w.c, &w.truth, &w.cm, &err), PP_OK);
+  cal_obs o[128];
+  const char *key[128];
+  size_t n = 0;
+  for (int i = 0; i < 16; i++)
+    for (int rep = 0; rep < 3; rep++) {
+      cm_lop a = {.kind = CM_LOP_ATTN, .m = 128.0 * (1 << (i % 4)), .n = 128.0 * (1 << (i % 4)), .k = 64,
+                  .batch = 1 + i / 4, .causal = 1};
+      cm_lop b = {.kind = CM_LOP_MEM, .bytes = 4096.0 * (1 << i)};
+      double ta = cm_lop_time(w.cm, &a), tb = cm_lop_time(w.cm, &b);
+      o[n] = (cal_obs){.kind = CAL_OP, .id = (int64_t)n + 1, .lop = CM_LOP_ATTN, .m = a.m,
+                       .n = a.n, .k = a.k, .batch = a.batch, .causal = 1,
+                       .time_s = ta * exp(0.01 * gauss())};
+      key[n++] = "run:a";
+      o[n] = (cal_obs){.kind = CAL_OP, .id = (int64_t)n + 1, .lop = CM_LOP_MEM, .bytes = b.bytes,
+                       .time_s = tb * exp(0.01 * gauss())};
+      key[n++] = "run:a";
+    }
+  /* the same shape in another run stays its own observation */
+  o[n] = o[0];
+  key[n++] = "run:b";
+  double mean0 = (o[0].time_s + o[2].time_s + o[4].time_s) / 3;
+  size_t m = cal_obs_merge(o, key, n);
+  CHECK_EQ(m, 33);
+  CHECK_NEAR(o[0].time_s, mean0, 1e-12);
+  CHECK_STREQ(key[m - 1], "run:b");
+  cal_result r;
+  int rc = cal_fit(&w.m, &w.c, &w.prior, o, m, NULL, &r, &err); /* the op candidates */
+  if (rc) fprintf(stderr, "fit: %s\n", err.msg);
+  CHECK_EQ(rc, PP_OK);
+  if (rc) return;
+  printf("ops on cpu-host: %zu measurements, %d iterations\n", r.nobs, r.iterations);
+  const char *back[] = {"attn_fwd_eff", "hbm_eff", "kernel_us", NULL};
+  check_back(&r, &w, back, 0.05);
+  printf("  MAPE %.2f%% -> %.2f%%\n", r.mape_before, r.mape_after);
+  CHECK(r.mape_after < 2);
+  cal_result_free(&r);
+  cm_model_destroy(w.cm);
+}
+
 static void robust(void) {
   world w;
   world_init(&w, "eff.nvlink=0.7,ring.half_bytes=6e6,ring.gamma=0.8,ring.base_us=9");
@@ -263,6 +316,7 @@ static void stored(void) {
 int main(void) {
   colls_round_trip();
   gemms_round_trip();
+  ops_round_trip();
   robust();
   bad_input();
   stored();
