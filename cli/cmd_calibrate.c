@@ -208,7 +208,7 @@ static void to_obs(inputs *in, const spec_cluster *c) {
     const store_measurement *r = &in->rows.rows[i];
     const char *why;
     int of_run = strncmp(r->run_key, "run:", 4) == 0;
-    if (of_run && !wanted(in, r->run_key)) continue;
+    if ((of_run || in->only) && !wanted(in, r->run_key)) continue; /* --from-search: its runs */
     if (!cal_obs_from_row(r, in->rows.ids[i], c, &in->obs[in->n], &why)) {
       skip(in, why);
       continue;
@@ -307,6 +307,13 @@ static void make_report(const inputs *in, const cal_result *r, fit_report *f) {
   f->held_tau_before = runs_tau(in, r, 1, 0), f->held_tau_after = runs_tau(in, r, 1, 1);
 }
 
+/* Run k's plan as text ("-" for one that has none: non-uniform). */
+static void plan_text(const inputs *in, int k, char text[SPEC_PLAN_STR_MAX]) {
+  pp_err e = {0};
+  if (spec_plan_format(&in->specs[k].p, text, SPEC_PLAN_STR_MAX, &e))
+    snprintf(text, SPEC_PLAN_STR_MAX, "-");
+}
+
 /* The runs' plans: measured, predicted before and after, held out or fitted. */
 static json_t *plans_json(const inputs *in, const cal_result *r) {
   json_t *arr = json_array();
@@ -314,8 +321,7 @@ static json_t *plans_json(const inputs *in, const cal_result *r) {
     int k = in->run_of[i];
     if (k < 0) continue;
     char text[SPEC_PLAN_STR_MAX];
-    pp_err e = {0};
-    if (spec_plan_format(&in->specs[k].p, text, sizeof text, &e)) snprintf(text, sizeof text, "-");
+    plan_text(in, k, text);
     json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:f, s:f, s:f, s:b}", "plan_id",
                                          (json_int_t)in->runs[k].plan_id, "plan", text, "model",
                                          in->specs[k].m.name, "measured_s", in->obs[i].time_s,
@@ -349,8 +355,7 @@ static void print_plans(const inputs *in, const cal_result *r, const fit_report 
     int k = in->run_of[i];
     if (k < 0) continue;
     char text[SPEC_PLAN_STR_MAX];
-    pp_err e = {0};
-    if (spec_plan_format(&in->specs[k].p, text, sizeof text, &e)) snprintf(text, sizeof text, "-");
+    plan_text(in, k, text);
     double m = in->obs[i].time_s;
     printf("  %-6lld %9.4fs %9.4fs %9.4fs %+6.1f%% %+6.1f%% %-8s %s\n",
            (long long)in->runs[k].plan_id, m, r->before[i], r->after[i],
