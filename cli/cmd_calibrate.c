@@ -135,7 +135,7 @@ typedef struct inputs {
   const char *why[12];
   int why_n[12], nwhy;
   int max_ranks;
-  size_t merged;     /* GEMM measurements of runs merged into one per shape and run */
+  size_t merged;     /* a run's GEMMs and ops merged into one per shape and run */
   const char *const *only; /* run keys (NULL-terminated), or NULL: every run */
 } inputs;
 
