@@ -336,7 +336,7 @@ static json_t *kinds_json(const fit_report *f) {
   for (int k = 0; k < f->ng; k++) {
     const cal_group_error *g = &f->g[k];
     if (strcmp(g->name, "all") == 0) continue;
-    json_object_set_new(o, g->name, json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "fitted",
+    json_object_set_new(o, g->name, json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f}", "fitted",
                                               g->n, "held_out", g->aside, "mape_before",
                                               g->mape_before, "mape_after", g->mape_after,
                                               "holdout_mape_before", g->aside_mape_before,

@@ -54,6 +54,18 @@ static double num(json_t *o, const char *path0, const char *path1) {
   return json_number_value(v);
 }
 
+/* predict --json's iteration time */
+static double iter_time(const char *const *args) {
+  tu_run r;
+  run(args, &r);
+  CHECK_EQ(r.status, 0);
+  json_t *j = json_loads(r.out ? r.out : "", 0, NULL);
+  double t = num(j, "iter_time_s", NULL);
+  json_decref(j);
+  tu_run_free(&r);
+  return t;
+}
+
 int main(int argc, char **argv) {
   if (argc < 4) return 2;
   bin = argv[1];
@@ -130,18 +142,7 @@ int main(int argc, char **argv) {
                          "--plan", "tp=2,mbs=2,gbs=8", "--json", NULL};
   const char *pred1[] = {"predict", "--model", model, "--cluster", "cpu-host", "--gpus", "2",
                          "--plan", "tp=2,mbs=2,gbs=8", "--calibration", "latest", "--json", NULL};
-  run(pred0, &r);
-  CHECK_EQ(r.status, 0);
-  j = json_loads(r.out ? r.out : "", 0, NULL);
-  double t0 = num(j, "iter_time_s", NULL);
-  json_decref(j);
-  tu_run_free(&r);
-  run(pred1, &r);
-  CHECK_EQ(r.status, 0);
-  j = json_loads(r.out ? r.out : "", 0, NULL);
-  double t1 = num(j, "iter_time_s", NULL);
-  json_decref(j);
-  tu_run_free(&r);
+  double t0 = iter_time(pred0), t1 = iter_time(pred1);
   CHECK(t1 > 0 && t0 > 0 && t1 != t0);
 
   /* bad input */
