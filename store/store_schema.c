@@ -119,6 +119,19 @@ const char *const store__migrations[] = {
     "  plan_id INTEGER NOT NULL REFERENCES plans(id),"
     "  PRIMARY KEY (checkpoint_id, rank));"
     "CREATE INDEX scores_run ON scores (search_run_id);",
+    /* 2 -> 3: the cases of studies (pillar, capacity): one row per finished case, so that a
+     * study run again with the same arguments skips them */
+    "CREATE TABLE study_cases ("
+    "  id INTEGER PRIMARY KEY,"
+    "  study TEXT NOT NULL,"                /* 'pillar', 'capacity', ... */
+    "  case_key TEXT NOT NULL,"             /* every input that changes the case's result */
+    "  model_id INTEGER REFERENCES models(id),"
+    "  cluster_id INTEGER REFERENCES clusters(id),"
+    "  calibration_id INTEGER REFERENCES calibrations(id),"
+    "  result_json TEXT NOT NULL,"          /* the case's figures (study.h) */
+    "  wall_s REAL,"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"
+    "  UNIQUE (study, case_key));",
 };
 
 const int store__nmigrations = (int)(sizeof store__migrations / sizeof store__migrations[0]);

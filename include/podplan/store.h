@@ -12,7 +12,7 @@
 #include "podplan/spec.h"
 
 #define STORE_DEFAULT_PATH "podplan.db"
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 typedef struct store store;
 
@@ -270,5 +270,24 @@ int store_latest_calibration(store *s, const char *cluster_name, int64_t *id, pp
 /* Stores the cluster and the calibration in one transaction (cal->cluster_id, cal->id set). */
 int store_save_calibration(const char *path, const spec_cluster *c, store_calibration *cal,
                            pp_err *err);
+
+/* ---- cases of studies (store_study.c) --------------------------------------------------------
+ * A study (pillar, capacity) is a list of cases; each finished case is one row keyed by
+ * (study, case_key), case_key holding every input that changes its result, so that the same
+ * study run again skips it. */
+typedef struct store_study_case {
+  const char *study, *case_key;
+  const spec_model *m;     /* stored once, by hash; may be NULL */
+  const spec_cluster *c;   /* may be NULL */
+  int64_t calibration_id;  /* 0: none */
+  const char *result_json; /* the case's figures */
+  double wall_s;
+} store_study_case;
+/* Writes (or replaces) the case, its model and its cluster in one transaction. */
+int store_put_study_case(store *s, const store_study_case *k, int64_t *id, pp_err *err);
+/* The stored result of a case (malloc'd JSON text, *wall_s may be NULL); PP_NOTFOUND when the
+ * case has no row. */
+int store_get_study_case(store *s, const char *study, const char *case_key, char **result_json,
+                         double *wall_s, pp_err *err);
 
 #endif

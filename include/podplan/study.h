@@ -98,4 +98,15 @@ typedef struct study_run {
 int study_runs_load(const char *path, study_run **out, int *n, int *skipped, pp_err *err);
 void study_runs_free(study_run *r, int n);
 
+/* ---- plots (study_plot.c) ----------------------------------------------------------------
+ * gnuplot draws every plot of a study or a report: body is a gnuplot script without terminal
+ * or output (it reads its data files by the paths it names); study_plot writes dir/name.gp
+ * that runs it twice and makes dir/name.png and dir/name.svg (width x height pixels). PP_IO
+ * naming the script when gnuplot cannot run or fails. */
+int study_plot(const char *dir, const char *name, int width, int height, const char *body,
+               pp_err *err);
+/* Copies in to out (n bytes) with the characters that would end a gnuplot single-quoted
+ * string (' and \) replaced by spaces: for titles and labels taken from names. */
+void study_plot_quote(const char *in, char *out, size_t n);
+
 #endif
