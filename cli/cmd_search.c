@@ -13,6 +13,7 @@
 #include "podplan/search.h"
 #include "podplan/sim.h"
 #include "podplan/store.h"
+#include "podplan/study.h"
 
 static const char *const CMD = "search";
 
@@ -209,20 +210,6 @@ static int check_method_opts(const args *a, search_method m) {
   return 0;
 }
 
-/* The key of the run in the store: the options that change its result, in a fixed order. */
-static void run_key(const search_opts *o, char *buf, size_t n) {
-  char space[512];
-  search_space_describe(&o->space, space, sizeof space);
-  int k = snprintf(buf, n, "gbs=%d,top=%d%s%s", o->space.gbs, o->top, space[0] ? "," : "", space);
-  if (k < 0 || (size_t)k >= n) return;
-  if (o->method == SEARCH_GLOBAL)
-    snprintf(buf + k, n - (size_t)k, ",gap=%.17g", o->gap);
-  else if (o->method == SEARCH_TWO_LEVEL)
-    snprintf(buf + k, n - (size_t)k, ",island=%s%s,layer-clusters=%d",
-             o->island_domain ? "domain" : "node", o->alpa_defaults ? ",alpa-defaults" : "",
-             o->layer_clusters);
-}
-
 /* ---- the job: MPI below the CLI (be_job_*), seen by the search through search_comm ------ */
 
 typedef struct job {
@@ -268,51 +255,11 @@ static int job_bcast(void *ctx, void **buf, size_t *n, pp_err *err) {
 
 /* ---- checkpoints and progress -------------------------------------------------------------- */
 
+/* What the progress line needs: whether stderr is a terminal and a line is shown. */
 typedef struct run_ctx {
-  const args *a;
-  store *st;           /* rank 0 */
-  int64_t run_id;
   int tty;             /* stderr is a terminal: show progress */
   int shown;           /* a progress line is on the screen */
-  pp_err err;          /* why a checkpoint failed */
 } run_ctx;
-
-/* Scored plans of search entries, for the store (breakdowns as JSON text, freed by free_scored). */
-static store_scored_plan *to_scored(const search_entry *e, int n, int64_t calib) {
-  store_scored_plan *s = calloc((size_t)(n ? n : 1), sizeof *s);
-  if (!s) return NULL;
-  for (int i = 0; i < n; i++) {
-    json_t *bd = cli_breakdown_json(&e[i].cm.t);
-    s[i].plan = &e[i].plan;
-    s[i].score = (store_score){.calibration_id = calib, .iter_time_s = e[i].cm.iter_time_s,
-                               .tokens_per_s = e[i].cm.tokens_per_s, .mfu = e[i].cm.mfu,
-                               .mem_gib = e[i].cm.mem_gib_per_gpu, .feasible = e[i].cm.feasible,
-                               .breakdown_json = bd ? json_dumps(bd, JSON_COMPACT) : NULL};
-    json_decref(bd);
-  }
-  return s;
-}
-
-static void free_scored(store_scored_plan *s, int n) {
-  if (!s) return;
-  for (int i = 0; i < n; i++) free((char *)s[i].score.breakdown_json);
-  free(s);
-}
-
-static int on_unit(const search_unit_report *r, void *vctx) {
-  run_ctx *x = vctx;
-  if (!x->st) return 0; /* ranks other than 0 keep nothing: rank 0 stores the merged result */
-  store_scored_plan *sp = to_scored(r->top, r->ntop, x->a->calib_id);
-  if (!sp) {
-    pp_err_set(&x->err, PP_NOMEM, "search: out of memory");
-    return 1;
-  }
-  store_search_unit u = {r->unit, r->evaluations, r->feasible, r->pruned, r->bound_s,
-                         r->complete, sp, r->ntop};
-  int rc = store_search_unit_done(x->st, x->run_id, &u, &x->err);
-  free_scored(sp, r->ntop);
-  return rc != PP_OK;
-}
 
 static void human(double v, char *buf, size_t n) {
   if (v >= 1e9)
@@ -350,87 +297,6 @@ static void on_progress(const search_progress *p, void *vctx) {
 static void progress_clear(run_ctx *x) {
   if (x->shown) fputs("\r\033[K", stderr);
   x->shown = 0;
-}
-
-/* ---- the resume state, identical on every rank ------------------------------------------ */
-
-/* Rank 0 opens the store and begins (or resumes) the run; every rank gets units_done. A
- * failure on rank 0 is broadcast, so that every rank stops. */
-static int begin_run(const args *a, const job *j, const search_comm *comm, const search_opts *o,
-                     const spec_model *m, const spec_cluster *c, int units, run_ctx *x,
-                     store_search_state *state, unsigned char **units_done, pp_err *err) {
-  int rc = PP_OK;
-  *units_done = NULL;
-  memset(state, 0, sizeof *state);
-  if (j->rank == 0) {
-    char key[1024];
-    run_key(o, key, sizeof key);
-    if (a->calib_id) { /* a calibrated search is another run */
-      size_t l = strlen(key);
-      snprintf(key + l, sizeof key - l, ",calibration=%lld", (long long)a->calib_id);
-    }
-    char space[512];
-    search_space_describe(&o->space, space, sizeof space);
-    json_t *pj = json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:s}", "method",
-                           search_method_name(o->method), "gbs", o->space.gbs, "top", o->top,
-                           "simulate", a->simulate, "threads", o->threads, "time_limit_s",
-                           o->time_limit_s, "space", space);
-    if (o->method == SEARCH_GLOBAL) json_object_set_new(pj, "gap", json_real(o->gap));
-    if (o->method == SEARCH_TWO_LEVEL) {
-      json_object_set_new(pj, "island", json_string(o->island_domain ? "domain" : "node"));
-      json_object_set_new(pj, "alpa_defaults", json_boolean(o->alpa_defaults));
-      json_object_set_new(pj, "layer_clusters", json_integer(o->layer_clusters));
-    }
-    json_object_set_new(pj, "ranks", json_integer(j->size));
-    char *pjs = json_dumps(pj, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(pj);
-    rc = store_open(a->db, NULL, &x->st, err);
-    if (!rc)
-      rc = store_search_begin(x->st, search_method_name(o->method), m, c, key, pjs, units, state,
-                              err);
-    free(pjs);
-    if (!rc) x->run_id = state->run_id;
-  }
-  if (!comm) {
-    if (!rc) *units_done = state->units_done;
-    return rc;
-  }
-  /* rank 0's outcome and units_done to every rank: [code][units bytes] */
-  size_t n = (size_t)units + 1;
-  void *buf = NULL;
-  if (j->rank == 0) {
-    unsigned char code[1], *b = calloc(n, 1);
-    if (!b && !rc) rc = pp_err_set(err, PP_NOMEM, "search: out of memory");
-    if (rc) { /* the code alone */
-      free(b);
-      b = NULL;
-      n = 1;
-    }
-    unsigned char *send = b ? b : code;
-    send[0] = (unsigned char)rc;
-    if (!rc) memcpy(send + 1, state->units_done, (size_t)units);
-    buf = send;
-    pp_err berr = {0};
-    comm->bcast(comm->ctx, &buf, &n, &berr);
-    free(b);
-    if (!rc) *units_done = state->units_done;
-    return rc;
-  }
-  if (comm->bcast(comm->ctx, &buf, &n, err)) return err->code;
-  unsigned char *b = buf;
-  if (n < 1 || b[0]) {
-    rc = n >= 1 ? b[0] : PP_INTERNAL;
-    free(buf);
-    return pp_err_set(err, rc, "rank 0 could not begin the search run"); /* not printed */
-  }
-  if (n != (size_t)units + 1) {
-    free(buf);
-    return pp_err_set(err, PP_INTERNAL, "search: ranks disagree on the units (%zu, %d)", n - 1,
-                      units);
-  }
-  memmove(b, b + 1, (size_t)units);
-  *units_done = b; /* freed by the caller (state->units_done is NULL here) */
-  return PP_OK;
 }
 
 /* ---- output ------------------------------------------------------------------------------ */
@@ -481,75 +347,9 @@ static json_t *plan_json(const spec_plan *p) {
 
 /* ---- the command ------------------------------------------------------------------------- */
 
-typedef struct simmed {
-  int n;        /* simulated: top[0 .. n-1] */
-  int *rank;    /* [n]: 1-based rank by simulated time */
-  int chosen;   /* index of the plan chosen (fastest simulated; 0 without simulation) */
-  int64_t best_plan_id; /* the chosen plan's id in the store */
-} simmed;
-
-/* Re-scores the best K with the simulator and stores the scores. */
-static int simulate_top(const args *a, cm_model *cm, search_result *r, run_ctx *x, simmed *sm,
-                        pp_err *err) {
-  int k = a->simulate < r->ntop ? a->simulate : r->ntop;
-  sm->n = 0;
-  sm->chosen = 0;
-  if (!k) return PP_OK;
-  int64_t *ids = calloc((size_t)k, sizeof *ids);
-  if (!ids || !(sm->rank = calloc((size_t)k, sizeof *sm->rank))) {
-    free(ids);
-    return pp_err_set(err, PP_NOMEM, "search: out of memory");
-  }
-  sim_opts so = {SIM_FAST, NULL, 0, 0};
-  for (int i = 0; i < k; i++) {
-    search_entry *e = &r->top[i];
-    sim_result sr;
-    memset(&sr, 0, sizeof sr);
-    if (sim_run(cm, &e->plan, &so, &sr, err)) {
-      sim_result_clear(&sr);
-      free(ids);
-      return pp_err_prefix(err, "simulating plan %d of %d", i + 1, k);
-    }
-    e->simulated = 1;
-    e->sim_iter_s = sr.iter_time_s;
-    cm_result at = e->cm;
-    cm_throughput(cm, &e->plan, sr.iter_time_s, &at);
-    json_t *bd = cli_breakdown_json(&sr.t);
-    json_object_set_new(bd, "sim_wall_s", json_real(sr.sim_wall_s));
-    json_object_set_new(bd, "messages", json_integer((json_int_t)sr.messages));
-    char *bds = json_dumps(bd, JSON_COMPACT);
-    json_decref(bd);
-    store_scored_plan sp = {&e->plan, {.calibration_id = a->calib_id,
-                                       .iter_time_s = sr.iter_time_s,
-                                       .tokens_per_s = at.tokens_per_s, .mfu = at.mfu,
-                                       .mem_gib = e->cm.mem_gib_per_gpu,
-                                       .feasible = e->cm.feasible, .breakdown_json = bds}};
-    int rc = store_search_sim_score(x->st, x->run_id, &sp, &ids[i], err);
-    free(bds);
-    sim_result_clear(&sr);
-    if (rc) {
-      free(ids);
-      return rc;
-    }
-    sm->n = i + 1;
-  }
-  for (int i = 0; i < k; i++) {
-    int rank = 1;
-    for (int j = 0; j < k; j++)
-      if (r->top[j].sim_iter_s < r->top[i].sim_iter_s ||
-          (r->top[j].sim_iter_s == r->top[i].sim_iter_s && j < i))
-        rank++;
-    sm->rank[i] = rank;
-    if (rank == 1) sm->chosen = i;
-  }
-  sm->best_plan_id = ids[sm->chosen];
-  free(ids);
-  return PP_OK;
-}
-
 static void print_text(const args *a, const spec_model *m, const spec_cluster *c,
-                       const search_result *r, const run_ctx *x, const store_search_state *st,
-                       const simmed *sm, int threads, int ranks) {
+                       const study_search_out *out, int threads, int ranks) {
+  const search_result *r = &out->r;
   char rate[32];
   human(r->wall_s > 0 ? (double)r->evaluations / r->wall_s : 0, rate, sizeof rate);
   printf("%s: %lld evaluations, %lld fit, %lld pruned; %d of %d units%s; %.2f s (%s evals/s), "
@@ -558,9 +358,9 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
          r->units, r->complete ? "" : " (stopped early)", r->wall_s, rate, threads,
          threads == 1 ? "" : "s", ranks > 1 ? "" : "\n");
   if (ranks > 1) printf(" x %d ranks\n", ranks);
-  printf("search run %lld in %s", (long long)x->run_id, a->db);
-  if (st->resumed)
-    printf(" (resumed: %d of %d units were done)", st->nunits_done, st->units);
+  printf("search run %lld in %s", (long long)out->run_id, a->db);
+  if (out->resumed)
+    printf(" (resumed: %d of %d units were done)", out->units_before, out->units);
   printf("\n");
   if (r->method == SEARCH_GLOBAL && r->lower_bound_s > 0)
     printf("lower bound %.4f s; gap %.2f%%\n", r->lower_bound_s, 100 * r->gap);
@@ -570,29 +370,30 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
     return;
   }
   printf("\n%4s %10s %6s %8s", "rank", "iter s", "MFU", "mem GiB");
-  if (sm->n) printf(" %10s %4s", "sim s", "sim");
+  if (out->nsim) printf(" %10s %4s", "sim s", "sim");
   printf("  plan\n");
   for (int i = 0; i < r->ntop; i++) {
     const search_entry *e = &r->top[i];
     printf("%4d %10.4f %5.1f%% %8.2f", i + 1, e->cm.iter_time_s, 100 * e->cm.mfu,
            e->cm.mem_gib_per_gpu);
-    if (sm->n) {
-      if (i < sm->n)
-        printf(" %10.4f %3d%s", e->sim_iter_s, sm->rank[i], sm->rank[i] != i + 1 ? "*" : " ");
+    if (out->nsim) {
+      if (i < out->nsim)
+        printf(" %10.4f %3d%s", e->sim_iter_s, out->sim_rank[i],
+               out->sim_rank[i] != i + 1 ? "*" : " ");
       else
         printf(" %10s %4s", "", "");
     }
     printf("  ");
     print_plan_text(&e->plan, "        ");
   }
-  if (sm->n) {
+  if (out->nsim) {
     int moved = 0;
-    for (int i = 0; i < sm->n; i++) moved += sm->rank[i] != i + 1;
+    for (int i = 0; i < out->nsim; i++) moved += out->sim_rank[i] != i + 1;
     printf("%s\n", moved ? "* the simulator ranks this plan differently from the cost model"
                          : "the simulator keeps the cost model's ranking");
   }
-  const search_entry *b = &r->top[sm->chosen];
-  printf("\nbest (plan %lld in %s): ", (long long)sm->best_plan_id, a->db);
+  const search_entry *b = &r->top[out->chosen];
+  printf("\nbest (plan %lld in %s): ", (long long)out->best_plan_id, a->db);
   print_plan_text(&b->plan, "  ");
   printf("  %.4f s per iteration (cost model)", b->cm.iter_time_s);
   if (b->simulated) printf(", %.4f s simulated", b->sim_iter_s);
@@ -601,16 +402,16 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
 }
 
 static void print_json(const args *a, const spec_model *m, const spec_cluster *c,
-                       const search_result *r, const run_ctx *x, const store_search_state *st,
-                       const simmed *sm, int ranks) {
+                       const study_search_out *out, int ranks) {
+  const search_result *r = &out->r;
   json_t *o = json_object();
-  const search_entry *b = r->ntop ? &r->top[sm->chosen] : NULL;
+  const search_entry *b = r->ntop ? &r->top[out->chosen] : NULL;
   json_object_set_new(o, "method", json_string(search_method_name(r->method)));
   json_object_set_new(o, "evaluations", json_integer(r->evaluations));
   json_object_set_new(o, "wall_s", json_real(r->wall_s));
   json_object_set_new(o, "calibration_id", a->calib_id ? json_integer(a->calib_id) : json_null());
   json_object_set_new(o, "best", b ? plan_json(&b->plan) : json_null());
-  json_object_set_new(o, "best_plan_id", b ? json_integer(sm->best_plan_id) : json_null());
+  json_object_set_new(o, "best_plan_id", b ? json_integer(out->best_plan_id) : json_null());
   json_object_set_new(o, "best_iter_time_s", b ? json_real(b->cm.iter_time_s) : json_null());
   if (b && b->simulated)
     json_object_set_new(o, "best_sim_iter_time_s", json_real(b->sim_iter_s));
@@ -625,8 +426,8 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
   json_object_set_new(o, "units", json_integer(r->units));
   json_object_set_new(o, "units_done", json_integer(r->units_done));
   json_object_set_new(o, "complete", json_boolean(r->complete));
-  json_object_set_new(o, "search_run_id", json_integer(x->run_id));
-  json_object_set_new(o, "resumed", json_boolean(st->resumed));
+  json_object_set_new(o, "search_run_id", json_integer(out->run_id));
+  json_object_set_new(o, "resumed", json_boolean(out->resumed));
   json_object_set_new(o, "ranks", json_integer(ranks));
   json_object_set_new(o, "model", json_string(m->name));
   json_object_set_new(o, "cluster", json_string(c->name));
@@ -641,7 +442,7 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
                           e->cm.mem_gib_per_gpu);
     if (e->simulated) {
       json_object_set_new(t, "sim_iter_time_s", json_real(e->sim_iter_s));
-      json_object_set_new(t, "sim_rank", json_integer(sm->rank[i]));
+      json_object_set_new(t, "sim_rank", json_integer(out->sim_rank[i]));
     }
     json_array_append_new(top, t);
   }
@@ -676,48 +477,45 @@ typedef struct cmp_row {
   int64_t run_id;
 } cmp_row;
 
-/* One method: the run, its checkpoints, the funnel and the report. Returns the exit status. */
+static void progress_cb(const search_progress *p, void *ctx) { on_progress(p, ctx); }
+
+/* One method through the funnel (study_search: the run, its checkpoints, the simulator) and
+ * its report. Returns the exit status. */
 static int search_one(const args *a, search_method method, const spec_model *mm,
                       const spec_cluster *cc, const job *jp, search_comm *commp, cmp_row *row) {
   spec_model m = *mm;
   spec_cluster c = *cc;
   job j = *jp;
-  search_comm comm = *commp;
   pp_err err = {0};
-  int rc;
-  search_opts o;
-  search_opts_default(method, a->gbs, &o);
+  study_search_req q = {.m = &m, .c = &c, .simulate = a->simulate, .calib_id = a->calib_id,
+                        .progress = progress_cb};
+  search_opts_default(method, a->gbs, &q.o);
   for (int i = 0; i < a->nspace; i++)
-    if (search_space_set(&o.space, a->space_name[i], a->space_value[i], &err))
+    if (search_space_set(&q.o.space, a->space_name[i], a->space_value[i], &err))
       return fail(&j, &err, 0);
-  o.top = a->top;
-  o.threads = a->threads;
-  o.time_limit_s = a->time_limit_s;
-  o.gap = a->gap;
-  o.island_domain = a->island && !strcmp(a->island, "domain");
-  o.alpa_defaults = a->alpa;
-  o.layer_clusters = a->layer_clusters;
-  if (j.size > 1) o.comm = &comm;
+  q.o.top = a->top;
+  q.o.threads = a->threads;
+  q.o.time_limit_s = a->time_limit_s;
+  q.o.gap = a->gap;
+  q.o.island_domain = a->island && !strcmp(a->island, "domain");
+  q.o.alpa_defaults = a->alpa;
+  q.o.layer_clusters = a->layer_clusters;
+  if (j.size > 1) q.o.comm = commp;
   cm_params prm = a->prm;
-  cm_model *cm = NULL;
-  run_ctx x = {.a = a, .tty = isatty(2)};
-  store_search_state state;
-  memset(&state, 0, sizeof state);
-  unsigned char *units_done = NULL;
-  search_entry *prior = NULL;
-  search_result r;
-  memset(&r, 0, sizeof r);
-  simmed sm = {0};
+  run_ctx x = {.tty = isatty(2)};
+  q.ctx = &x;
+  study_search_out out;
+  memset(&out, 0, sizeof out);
   int units = 0, status = 0;
-  int threads = o.threads;
+  int threads = q.o.threads;
   if (threads <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     threads = n > 0 ? (int)n : 1;
   }
   /* errors every rank finds alike (the cost model, the units) need no abort */
   double space = 0;
-  if (cm_model_create(&m, &c, &prm, &cm, &err) ||
-      search_units(cm, &o, &units, &space, &err)) {
+  if (cm_model_create(&m, &c, &prm, &q.cm, &err) ||
+      search_units(q.cm, &q.o, &units, &space, &err)) {
     status = fail(&j, &err, 0);
     goto done;
   }
@@ -733,87 +531,33 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
       printf("space: %.3g plans in %d units\n", space, units);
     fflush(stdout);
   }
-  if (begin_run(a, &j, o.comm, &o, &m, &c, units, &x, &state, &units_done, &err)) {
-    status = j.rank == 0 ? fail(&j, &err, 0) : pp_exit_status(err.code);
-    goto done;
-  }
-  o.units_done = units_done;
-  o.nunits_done = (size_t)units;
-  if (j.rank == 0 && state.nplans) {
-    if (!(prior = calloc((size_t)state.nplans, sizeof *prior))) {
-      pp_err_set(&err, PP_NOMEM, "search: out of memory");
-      status = fail(&j, &err, 1);
-      goto done;
-    }
-    for (int i = 0; i < state.nplans; i++) {
-      prior[i].plan = state.plans[i].plan; /* borrowed: the search copies what it keeps */
-      prior[i].cm.iter_time_s = state.plans[i].iter_time_s;
-      prior[i].cm.mfu = state.plans[i].mfu;
-      prior[i].cm.mem_gib_per_gpu = state.plans[i].mem_gib;
-      prior[i].cm.feasible = 1;
-      prior[i].unit = state.plans[i].unit;
-    }
-    o.prior = prior;
-    o.nprior = state.nplans;
-  }
-  o.prior_evaluations = state.evaluations;
-  o.prior_feasible = state.feasible;
-  o.prior_pruned = state.pruned;
-  o.prior_bound_s = state.bound_s;
-  o.on_unit = on_unit;
-  o.progress = on_progress;
-  o.ctx = &x;
-
-  rc = search_run(cm, &o, &r, &err);
+  q.db = a->db;
+  int rc = study_search(&q, &out, &err);
   progress_clear(&x);
   if (rc) {
-    if (x.err.code) err = x.err; /* a checkpoint failed: say why */
-    if (x.st) store_search_fail(x.st, x.run_id, NULL);
-    status = fail(&j, &err, 1);
+    if (!out.began) /* rank 0 could not begin: it says why, the others stop quietly */
+      status = j.rank == 0 ? fail(&j, &err, 0) : pp_exit_status(err.code);
+    else
+      status = fail(&j, &err, !out.searched);
     goto done;
   }
   if (j.rank != 0) goto done;
-
-  /* rank 0: the run's end, the funnel, the report */
-  if (!r.ntop && !r.complete) { /* what a time limit cut short says nothing of the rest */
-    char why[sizeof r.why];
-    int closest = r.feasible == 0 && r.evaluations > 0 && !strncmp(r.why, "the closest", 11);
-    snprintf(why, sizeof why,
-             "the time limit (%g s) stopped the search after %lld evaluations%s%.180s",
-             o.time_limit_s, r.evaluations, closest ? "; " : "", closest ? r.why : "");
-    memcpy(r.why, why, sizeof why);
-  }
-  store_scored_plan *sp = to_scored(r.top, r.ntop, a->calib_id);
-  store_search_summary sum = {r.evaluations, r.feasible, r.pruned, r.units_done, r.complete,
-                              r.space_size, r.wall_s, r.lower_bound_s, r.gap, sp, r.ntop};
-  rc = sp ? store_search_finish(x.st, x.run_id, &sum, &sm.best_plan_id, &err)
-          : pp_err_set(&err, PP_NOMEM, "search: out of memory");
-  free_scored(sp, r.ntop);
-  if (rc || simulate_top(a, cm, &r, &x, &sm, &err)) {
-    status = fail(&j, &err, 0);
-    goto done;
-  }
+  const search_result *r = &out.r;
   if (a->json)
-    print_json(a, &m, &c, &r, &x, &state, &sm, j.size);
+    print_json(a, &m, &c, &out, j.size);
   else
-    print_text(a, &m, &c, &r, &x, &state, &sm, threads, j.size);
-  status = r.ntop ? 0 : 1;
+    print_text(a, &m, &c, &out, threads, j.size);
+  status = r->ntop ? 0 : 1;
   if (row) {
-    row->found = r.ntop > 0;
-    row->best_s = r.best_s, row->mfu = r.ntop ? r.top[0].cm.mfu : 0;
-    row->bound_s = r.lower_bound_s, row->wall_s = r.wall_s, row->evaluations = r.evaluations;
-    row->run_id = x.run_id;
+    row->found = r->ntop > 0;
+    row->best_s = r->best_s, row->mfu = r->ntop ? r->top[0].cm.mfu : 0;
+    row->bound_s = r->lower_bound_s, row->wall_s = r->wall_s, row->evaluations = r->evaluations;
+    row->run_id = out.run_id;
   }
 
 done:
-  free(sm.rank);
-  search_result_clear(&r);
-  free(prior);
-  if (units_done != state.units_done) free(units_done);
-  store_search_state_clear(&state);
-  store_close(x.st);
-
-  cm_model_destroy(cm);
+  study_search_out_clear(&out);
+  cm_model_destroy(q.cm);
   return status;
 }
 

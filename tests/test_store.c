@@ -4,7 +4,8 @@
  * with its specs and measurements, all or nothing), store_save_specs and
  * store_import_measurements, a version-1 file migrated to version 2 with its rows kept, and
  * search runs (begin, per-unit checkpoints, resume, finish, simulator scores; a failed
- * checkpoint leaves nothing). */
+ * checkpoint leaves nothing), and study cases (written with their specs, read back, replaced
+ * by a second write, absent ones PP_NOTFOUND, a write into a read-only store leaves nothing). */
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -165,7 +166,7 @@ static void migrations(const char *dir) {
   sqlite3_exec(h, "UPDATE schema_version SET version = 99", NULL, NULL, NULL);
   sqlite3_close(h);
   CHECK_EQ(store_open(newer, NULL, &s, &err), PP_INPUT);
-  CHECK_CONTAINS(err.msg, "schema version 99 is newer than this podplan's (2)");
+  CHECK_CONTAINS(err.msg, "schema version 99 is newer than this podplan's (3)");
   CHECK(s == NULL);
 
   char *foreign = tu_path(dir, "foreign.db");
@@ -412,7 +413,7 @@ static void migrate_v1(const char *dir) {
   CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
   int v = 0;
   CHECK_EQ(store_schema_version(s, &v, &err), PP_OK);
-  CHECK_EQ(v, 2);
+  CHECK_EQ(v, STORE_SCHEMA_VERSION);
   store_close(s);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE params_key = '' AND units = 0"),
            1);
@@ -595,6 +596,47 @@ static void search_runs(const char *dir) {
   free(db);
 }
 
+static void study_cases(const char *dir) {
+  char *db = tu_path(dir, "cases.db");
+  store *s = NULL;
+  pp_err err = {0};
+  spec_model m;
+  spec_cluster c;
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-a100", 16, &c, &err), PP_OK);
+  CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
+  char *json = NULL;
+  double wall = 0;
+  CHECK_EQ(store_get_study_case(s, "pillar", "k1", &json, &wall, &err), PP_NOTFOUND);
+  CHECK_CONTAINS(err.msg, "no pillar case 'k1'");
+  store_study_case k = {"pillar", "k1", &m, &c, 0, "{\"best_s\":1.5}", 2.0};
+  int64_t id = 0, id2 = 0;
+  CHECK_EQ(store_put_study_case(s, &k, &id, &err), PP_OK);
+  CHECK_EQ(store_get_study_case(s, "pillar", "k1", &json, &wall, &err), PP_OK);
+  CHECK_STREQ(json, "{\"best_s\":1.5}");
+  CHECK_NEAR(wall, 2.0, 1e-12);
+  free(json);
+  k.result_json = "{\"best_s\":1.25}";
+  CHECK_EQ(store_put_study_case(s, &k, &id2, &err), PP_OK);
+  CHECK_EQ(id2, id); /* replaced, not added */
+  CHECK_EQ(store_get_study_case(s, "pillar", "k1", &json, NULL, &err), PP_OK);
+  CHECK_STREQ(json, "{\"best_s\":1.25}");
+  free(json);
+  CHECK_EQ(store_get_study_case(s, "capacity", "k1", &json, NULL, &err), PP_NOTFOUND);
+  store_close(s);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 1);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM models"), 1);
+  /* read-only: the write fails with a message naming the file and nothing is added */
+  store_opts ro = {.readonly = 1};
+  CHECK_EQ(store_open(db, &ro, &s, &err), PP_OK);
+  k.case_key = "k2";
+  CHECK(store_put_study_case(s, &k, NULL, &err) != PP_OK);
+  CHECK_CONTAINS(err.msg, "cases.db");
+  store_close(s);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 1);
+  free(db);
+}
+
 int main(void) {
   char *dir = tu_tmpdir("store");
   CHECK(dir != NULL);
@@ -606,6 +648,7 @@ int main(void) {
   save_specs_import(dir);
   migrate_v1(dir);
   search_runs(dir);
+  study_cases(dir);
   tu_rmtree(dir);
   free(dir);
   return check_status();

@@ -5,11 +5,15 @@
 #ifndef PODPLAN_STUDY_H
 #define PODPLAN_STUDY_H
 
+#include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "podplan/cm.h"
 #include "podplan/err.h"
+#include "podplan/search.h"
 #include "podplan/spec.h"
+#include "podplan/store.h"
 
 typedef struct study_validate_opts {
   const char *data;    /* a published-runs CSV; NULL: the copy built into podplan */
@@ -97,6 +101,46 @@ typedef struct study_run {
 /* Reads path (NULL: the built-in copy); *skipped gets the rows not usable. */
 int study_runs_load(const char *path, study_run **out, int *n, int *skipped, pp_err *err);
 void study_runs_free(study_run *r, int n);
+
+/* ---- the funnel (study_search.c) -----------------------------------------------------------
+ * One search method on a (model, cluster) stored as a search run: checkpointed unit by unit
+ * (the same search after a kill resumes where its last checkpoint left off), its best K
+ * re-scored by the simulator (fast mode) and those scores stored. `podplan search` and the
+ * studies run every search through here. Sharded when o.comm is set: every rank calls it,
+ * rank 0 alone opens the store and gets the merged result. */
+typedef struct study_search_req {
+  cm_model *cm;              /* the model, the cluster and the parameters searched on */
+  const spec_model *m;       /* as stored with the run */
+  const spec_cluster *c;
+  search_opts o;             /* the method and its options; the hooks (on_unit, progress,
+                                ctx) and the resume fields are the funnel's own */
+  int simulate;              /* re-score the best K (K <= o.top) with the simulator */
+  int64_t calib_id;          /* the calibration of cm's parameters (0: none): part of the
+                                run's key, recorded in every score */
+  const char *db;            /* the store file (rank 0 opens it; created when missing) */
+  void (*progress)(const search_progress *p, void *ctx); /* rank 0; may be NULL */
+  void *ctx;
+} study_search_req;
+
+typedef struct study_search_out {
+  search_result r;           /* rank 0: the merged result (top[i].simulated, sim_iter_s) */
+  int64_t run_id;            /* the search run in the store */
+  int began;                 /* the run began in the store */
+  int searched;              /* the search ended: a failure after it was rank 0's alone (on a
+                                failure before it, other ranks may be waiting) */
+  int resumed, units_before, units; /* a resumed run had units_before of units done */
+  int nsim;                  /* top[0 .. nsim-1] simulated */
+  int *sim_rank;             /* [nsim]: 1-based rank by simulated time */
+  int chosen;                /* the plan chosen: the fastest simulated (0 without) */
+  int64_t best_plan_id;      /* the chosen plan's id in the store */
+} study_search_out;
+
+int study_search(const study_search_req *q, study_search_out *out, pp_err *err);
+void study_search_out_clear(study_search_out *o);
+/* The key a search run is known by in the store: the options that change its result. */
+void study_search_key(const search_opts *o, int64_t calib_id, char *buf, size_t n);
+/* A cost-model or simulator breakdown as a JSON object of seconds (the scores' breakdown). */
+json_t *study_breakdown_json(const cm_breakdown *t);
 
 /* ---- plots (study_plot.c) ----------------------------------------------------------------
  * gnuplot draws every plot of a study or a report: body is a gnuplot script without terminal
