@@ -64,6 +64,10 @@ int cli_calibration(const char *cmd, const char *sel, const char *db, const spec
  * any cluster) as its cluster's name and a cm_params_apply list of its values. */
 int cli_calibration_list(const char *cmd, const char *sel, const char *db, char *cluster,
                          size_t ncluster, char *list, size_t nlist, int64_t *id);
+/* path as a JSON string, made absolute (the current directory before a relative path; as
+ * given when that cannot be read): what a score's breakdown records of a file it wrote
+ * ("trace"), so that `podplan report` finds it from anywhere. */
+json_t *cli_path_json(const char *path);
 /* For subcommands not implemented yet: -h prints usage and exits 0, anything else
  * says "not implemented yet" and exits 2. */
 int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #ifdef PODPLAN_GSL
@@ -172,4 +173,16 @@ int cli_calibration_list(const char *cmd, const char *sel, const char *db, char 
   (void)ncluster, (void)nlist;
   return 1;
 #endif
+}
+
+json_t *cli_path_json(const char *path) {
+  char cwd[4096];
+  if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) return json_string(path);
+  size_t n = strlen(cwd) + strlen(path) + 2;
+  char *abs = malloc(n);
+  if (!abs) return json_string(path);
+  snprintf(abs, n, "%s/%s", cwd, path);
+  json_t *j = json_string(abs);
+  free(abs);
+  return j;
 }

@@ -1,14 +1,56 @@
-/* podplan report: tables and plots from the store. Arrives with reports; until then -h works and
- * anything else says "not implemented yet" (exit 2). */
+/* podplan report: tables and plots of what a store holds. Parses the options and calls
+ * study_report (study/study_report.c), which reads the store read-only and writes the files. */
 #include "cli.h"
+#include "podplan/study.h"
 
 static const char usage[] =
     "usage: podplan report [--db F] [--out DIR]\n"
     "\n"
-    "Writes tables and plots of the stored search runs, scores, measurements and calibrations.\n"
+    "Prints tables of what the store holds, reading it without changing it (a store of an\n"
+    "older schema is read as it is):\n"
+    "  search runs             each run: method, evaluations, best plan, its cost-model and\n"
+    "                          simulated time, global's bound and gap\n"
+    "  method comparison       per set of comparable runs (model, cluster, GPUs, global batch,\n"
+    "                          space): each method's best time over the fastest method's\n"
+    "  validation              cost model against published runs (study validate --db)\n"
+    "  simulator vs cost model per plan (simulate, search --simulate)\n"
+    "  calibrations            MAPE before and after, fitted and held out\n"
+    "  study cases             per study\n"
+    "  trace files             recorded by simulate --trace and run --trace: there or not, size\n"
     "\n"
-    "  --db F       store file (default podplan.db)\n"
-    "  --out DIR    output folder (default report/)\n"
-    "  -h, --help   this text\n";
+    "  --db F       the store (default podplan.db); it must exist\n"
+    "  --out DIR    also write DIR/<table>.csv for each table (search_runs, methods,\n"
+    "               validation, sim_vs_costmodel, calibrations, studies, traces), DIR/report.md\n"
+    "               and, with gnuplot, the plots methods, validation, calibrations and\n"
+    "               sim_vs_costmodel (.png, .svg; a plot without data is skipped); DIR is made\n"
+    "               when missing (default: no files, the text alone)\n"
+    "  -h, --help   this text\n"
+    "\n"
+    "exit status: 0 ok; 1 a file cannot be written or gnuplot fails; 2 bad usage, or a store\n"
+    "that does not exist or is not one\n";
 
-int cmd_report(int argc, char **argv) { return cli_not_implemented("report", usage, argc, argv); }
+static const char *const CMD = "report";
+
+int cmd_report(int argc, char **argv) {
+  static const struct option longs[] = {{"db", required_argument, NULL, 'd'},
+                                        {"out", required_argument, NULL, 'o'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
+  study_report_opts o = {.db = STORE_DEFAULT_PATH};
+  int first = 1, c;
+  while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
+    switch (c) {
+    case 'h': fputs(usage, stdout); return 0;
+    case 'd': o.db = optarg; break;
+    case 'o': o.out_dir = optarg; break;
+    default: return 2;
+    }
+  }
+  if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+  if (!*o.db) return cli_usage_error(CMD, "--db: give a file name");
+  if (o.out_dir && !*o.out_dir) return cli_usage_error(CMD, "--out: give a folder name");
+  study_report_summary sum;
+  pp_err err = {0};
+  if (study_report(&o, &sum, &err)) return cli_fail(CMD, &err);
+  return 0;
+}

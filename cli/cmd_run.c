@@ -200,6 +200,7 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
                                        "ranks", bp->nranks, "run_key", run_key, "predicted_s",
                                        predicted_s));
   if (!(predicted_s > 0)) json_object_del(bd, "predicted_s");
+  if (o->trace) json_object_set_new(bd, "trace", cli_path_json(o->trace)); /* podplan report */
   store_score sc = {.source = STORE_SRC_BACKEND, .iter_time_s = at->iter_time_s,
                     .tokens_per_s = at->tokens_per_s, .mfu = at->mfu, .feasible = 1};
   size_t added = 0;

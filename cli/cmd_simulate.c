@@ -67,11 +67,12 @@ static int write_trace(const char *path, const sim_result *r, int gpus, const ch
 
 static int save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
                 const sim_result *r, double tokens_per_s, double mfu, const cm_result *pr,
-                int64_t calib, pp_err *err) {
+                int64_t calib, const char *trace, pp_err *err) {
   json_t *bd = cli_breakdown_json(&r->t);
   /* how the simulation ran, so a stored score says what produced it */
   json_object_set_new(bd, "sim_wall_s", json_real(r->sim_wall_s));
   json_object_set_new(bd, "messages", json_integer((json_int_t)r->messages));
+  if (trace) json_object_set_new(bd, "trace", cli_path_json(trace)); /* podplan report's index */
   store_score sc = {.source = STORE_SRC_SIM, .calibration_id = calib,
                     .iter_time_s = r->iter_time_s,
                     .tokens_per_s = tokens_per_s, .mfu = mfu, .mem_gib = pr->mem_gib_per_gpu,
@@ -156,7 +157,7 @@ int cmd_simulate(int argc, char **argv) {
       goto done;
     }
   }
-  if (db && save(db, &m, &cl, &p, &r, tps, mfu, &pr, cid, &err)) {
+  if (db && save(db, &m, &cl, &p, &r, tps, mfu, &pr, cid, trace, &err)) {
     rc = cli_fail(CMD, &err);
     goto done;
   }

@@ -115,7 +115,7 @@ int store_open(const char *path, const store_opts *opts, store **out, pp_err *er
   } else {
     int v;
     if (store__version(s->db, path, &v, err)) goto fail;
-    if (v != STORE_SCHEMA_VERSION) {
+    if (v != STORE_SCHEMA_VERSION && !(o.older_ok && v < STORE_SCHEMA_VERSION)) {
       pp_err_set(err, PP_INPUT, "%s: schema version %d, this podplan reads %d (open it read-write "
                  "to migrate)", path, v, STORE_SCHEMA_VERSION);
       goto fail;

@@ -19,6 +19,8 @@ typedef struct store store;
 typedef struct store_opts {
   int readonly;        /* 1: open an existing file read-only; no migration */
   int busy_timeout_ms; /* wait this long for another writer's lock; 0 = 5000 */
+  int older_ok;        /* with readonly: also open a file of an older schema, as it is (its
+                          readers check store_schema_version; store_report.c does) */
 } store_opts;
 
 /* Opens (creating when missing) and migrates the file to STORE_SCHEMA_VERSION. A file from a
@@ -289,5 +291,84 @@ int store_put_study_case(store *s, const store_study_case *k, int64_t *id, pp_er
  * case has no row. */
 int store_get_study_case(store *s, const char *study, const char *case_key, char **result_json,
                          double *wall_s, pp_err *err);
+
+/* ---- what a report reads (store_report.c) ---- */
+/* Every read of a report, read-only, from a store of this schema or an older one (a table or a
+ * column the file's schema lacks reads as no rows or as not recorded). Each fills a malloc'd
+ * array of rows (*n of them; NULL when none) that its _free function releases with the rows'
+ * strings. Missing values: NAN for doubles, 0 for ids, NULL for strings. */
+
+/* Opens path for a report: read-only, never creating or migrating it, of any schema up to
+ * this podplan's (store_opts.older_ok); *version gets the file's schema version. PP_INPUT
+ * naming the file when it does not exist or is not a regular file. */
+int store_report_open(const char *path, store **out, int *version, pp_err *err);
+
+/* A search run with its specs' names and its best plan. */
+typedef struct store_report_run {
+  int64_t id;
+  char *model, *cluster;   /* names */
+  int gpus;                /* of the cluster as searched */
+  char *method, *params_json, *status;
+  long long evaluations, plans_found;
+  double wall_s;           /* of the invocation that finished it; NAN: not recorded */
+  double best_iter_time_s; /* the cost model's time of its best plan; NAN: none */
+  double lower_bound_s;    /* global's certified bound; NAN: none */
+  double gap;              /* (best - bound) / bound as stored (or from the two in an older
+                              schema); NAN: none */
+  int64_t best_plan_id;    /* 0: none */
+  char *best_plan;         /* its string form; NULL: none or non-uniform */
+  double best_sim_s;       /* the run's 'sim' score of its best plan; NAN: not simulated */
+} store_report_run;
+/* Every search run, oldest first. */
+int store_report_runs(store *s, store_report_run **out, size_t *n, pp_err *err);
+void store_report_runs_free(store_report_run *r, size_t n);
+
+/* Two scores of one plan on one model and cluster: a reference (published, or simulated) and
+ * the cost model's. */
+typedef struct store_report_pair {
+  int64_t plan_id;
+  int64_t search_run_id;   /* both scores' run; 0: none */
+  int64_t calibration_id;  /* the cost model's score's; 0: none */
+  char *model, *cluster;
+  int gpus;
+  char *plan;              /* string form; NULL: non-uniform */
+  double ref_s;            /* the reference's seconds per iteration */
+  double costmodel_s;      /* the cost model's */
+  int feasible;            /* the cost model's verdict */
+} store_report_pair;
+/* Pairs of a score of source ref (STORE_SRC_PUBLISHED: study validate's; STORE_SRC_SIM:
+ * simulate's or search --simulate's) with the costmodel score of the same plan, model, cluster
+ * and search run (for sim: and the same calibration), both times > 0; by plan, then run. */
+int store_report_pairs(store *s, store_source ref, store_report_pair **out, size_t *n,
+                       pp_err *err);
+void store_report_pairs_free(store_report_pair *p, size_t n);
+
+/* Every calibration with its cluster's name (store_calibration: every field read back), oldest
+ * first. */
+int store_report_calibrations(store *s, store_calibration **out, size_t *n, pp_err *err);
+void store_report_calibrations_free(store_calibration *c, size_t n);
+
+/* The cases of each study (study_cases, schema 3): how many and their summed wall time. */
+typedef struct store_report_study {
+  char *study;
+  long long cases;
+  double wall_s;           /* sum over its cases; NAN: none recorded */
+} store_report_study;
+int store_report_studies(store *s, store_report_study **out, size_t *n, pp_err *err);
+void store_report_studies_free(store_report_study *st, size_t n);
+
+/* A trace file a score records (its breakdown's "trace": simulate --trace, run --trace). */
+typedef struct store_report_trace {
+  int64_t score_id, plan_id;
+  char *path;              /* as recorded (absolute when written by this podplan) */
+  char *source;            /* 'sim' or 'backend' */
+  char *model, *cluster;
+  int gpus;
+  char *plan;              /* string form; NULL: non-uniform */
+  double iter_time_s;      /* the score's */
+  char *created_at;
+} store_report_trace;
+int store_report_traces(store *s, store_report_trace **out, size_t *n, pp_err *err);
+void store_report_traces_free(store_report_trace *t, size_t n);
 
 #endif

@@ -153,4 +153,43 @@ int study_plot(const char *dir, const char *name, int width, int height, const c
  * string (' and \) replaced by spaces: for titles and labels taken from names. */
 void study_plot_quote(const char *in, char *out, size_t n);
 
+/* ---- reports (study_report.c) ----------------------------------------------------------------
+ * What a store holds, as tables and plots: the search runs and, per set of comparable runs
+ * (same model, cluster, GPUs, global batch and space), the best iteration time per method
+ * relative to the fastest; the cost model against published runs (scores of study validate);
+ * the simulator against the cost model per plan (simulate, search --simulate); the
+ * calibrations' error before and after (from their residuals); the study cases per study; the
+ * trace files scores record. Reads the store read-only (store_report_open: never created,
+ * never migrated). */
+typedef struct study_report_opts {
+  const char *db;      /* the store; it must exist */
+  const char *out_dir; /* CSVs, report.md and the plots (PNG, SVG) go here, the folder made
+                          when missing; NULL: the text alone */
+  FILE *out;           /* the text tables; NULL: stdout */
+} study_report_opts;
+
+typedef struct study_report_summary {
+  int schema_version;  /* of the store read */
+  int search_runs;     /* rows of each table */
+  int method_groups;   /* sets of comparable search runs */
+  int methods;         /* (set, method) rows of the method comparison */
+  int validation;      /* published vs cost model pairs */
+  int sim_pairs;       /* simulated vs cost model pairs */
+  int calibrations;
+  int studies;         /* studies with cases ... */
+  int study_cases;     /* ... and their cases */
+  int traces;          /* trace files recorded ... */
+  int traces_missing;  /* ... of which no longer there */
+  int csvs;            /* CSV files written (with report.md: every table) */
+  int plots;           /* plots written, each a PNG and an SVG */
+  int plots_skipped;   /* plots without data: no file */
+} study_report_summary;
+
+/* Prints the tables to o->out and, with o->out_dir, writes search_runs.csv, methods.csv,
+ * validation.csv, sim_vs_costmodel.csv, calibrations.csv, studies.csv, traces.csv, report.md
+ * and the plots methods, validation, calibrations and sim_vs_costmodel (.png, .svg, the .gp
+ * script and its .dat). PP_INPUT naming the file when the store does not exist or is not one;
+ * PP_IO when a file cannot be written or gnuplot fails. */
+int study_report(const study_report_opts *o, study_report_summary *sum, pp_err *err);
+
 #endif
