@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # podplan set-up on Debian 12 (bookworm). Installs the Debian packages podplan needs (safe to
 # rerun: it installs only what is missing), builds, then:
-#   ./setup.sh run     the main job on built-in defaults
+#   ./setup.sh run     the main job on built-in defaults: the pillar study's quick grid, then
+#                      the report of the store (results/pillar, results/report)
+#   ./setup.sh tour    the other commands: search --method all, presets, validate, simulate,
+#                      the CPU backend under mpirun, calibration
 #   ./setup.sh test    the whole test suite: a normal build, then an ASan+UBSan build
 #   ./setup.sh deps    only install the packages
 #   ./setup.sh build   only install and build (build/)
@@ -56,16 +59,29 @@ build() {
 run_main() {
   local bin=build/cli/podplan
   # The question podplan exists to answer: does Alpa's two-level split still find the best
-  # plan? GPT-3 175B on 256 GPUs, first of DGX H100 nodes (NVLink inside a node, InfiniBand
-  # between), then of one NVLink Switch pod (all 256 in one NVLink domain): every method, a
-  # table of how each compares with global's lower bound, every run in podplan.db.
-  local cluster
-  for cluster in dgx-h100 h100-nvl256; do
-    echo "== podplan search --method all: GPT-3 175B on 256 GPUs of $cluster, global batch 1536"
-    $bin search --model gpt3-175b --cluster $cluster --gpus 256 --gbs 1536 --method all \
-      --top 3 --db podplan.db
-    echo
-  done
+  # plan? The pillar study's quick grid (GPT-3 39B and 175B on 256 GPUs of DGX H100
+  # nodes, of one NVLink Switch pod and of GB200 NVL72 racks): every search method, each
+  # one's best 3 simulated, the gaps to global's certified lower bound; then the report of
+  # everything the store holds. Tables on the terminal; CSV, markdown and plots in results/.
+  mkdir -p results
+  echo "== podplan study pillar --quick --db podplan.db --out results/pillar"
+  $bin study pillar --quick --db podplan.db --out results/pillar
+  echo
+  echo "== podplan report --db podplan.db --out results/report"
+  $bin report --db podplan.db --out results/report
+  echo
+  echo "The answer: results/pillar/pillar.md (plots beside it); the report: results/report/report.md"
+}
+
+# A tour of the other commands: presets, validation against published runs, the simulator,
+# the backend on this machine's CPUs and calibration.
+run_tour() {
+  local bin=build/cli/podplan
+  mkdir -p results
+  echo "== podplan search --method all: GPT-3 175B on 256 GPUs of h100-nvl256, global batch 1536"
+  $bin search --model gpt3-175b --cluster h100-nvl256 --gpus 256 --gbs 1536 --method all \
+    --top 3 --db podplan.db
+  echo
   echo "== podplan presets"
   $bin presets
   echo
@@ -144,6 +160,7 @@ case "${1:-run}" in
   deps) deps ;;
   build) deps && build build ;;
   run) deps && build build && run_main ;;
+  tour) deps && build build && run_tour ;;
   backend) build build && run_backend ;;
   fuzz)
     deps && deps "${FUZZ_PACKAGES[@]}" &&
@@ -151,5 +168,5 @@ case "${1:-run}" in
       (cd build-fuzz && ctest --output-on-failure -L fuzz)
     ;;
   test) deps && build build && run_tests ;;
-  *) echo "usage: $0 [run|test|deps|build|backend|fuzz]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|test|deps|build|tour|backend|fuzz]" >&2; exit 2 ;;
 esac

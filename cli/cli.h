@@ -10,6 +10,7 @@
 
 #include "podplan/cm.h"
 #include "podplan/err.h"
+#include "podplan/search.h"
 #include "podplan/spec.h"
 #include "podplan/store.h"
 
@@ -68,8 +69,14 @@ int cli_calibration_list(const char *cmd, const char *sel, const char *db, char 
  * given when that cannot be read): what a score's breakdown records of a file it wrote
  * ("trace"), so that `podplan report` finds it from anywhere. */
 json_t *cli_path_json(const char *path);
-/* For subcommands not implemented yet: -h prints usage and exits 0, anything else
- * says "not implemented yet" and exits 2. */
-int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv);
+/* The MPI job a command runs in (MPI starts when a launcher started the process; alone it is
+ * one rank), seen by search/ and study/ through search_comm: rank 0 gathers and broadcasts
+ * byte buffers (be_job_*). */
+typedef struct cli_job {
+  int rank, size;
+} cli_job;
+int cli_job_init(cli_job *j, pp_err *err);
+/* comm's hooks over j (which must outlive comm). */
+void cli_job_comm(cli_job *j, search_comm *comm);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #ifdef PODPLAN_GSL
+#include "podplan/be.h"
 #include "podplan/cal.h"
 #endif
 
@@ -53,16 +54,6 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
       cli_usage_error(cmd, "unknown option '-%c'", optopt ? optopt : '?');
   }
   return c;
-}
-
-int cli_not_implemented(const char *cmd, const char *usage, int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      fputs(usage, stdout);
-      return 0;
-    }
-  fprintf(stderr, "podplan %s: not implemented yet\n", cmd);
-  return 2;
 }
 
 int cli_load_specs(const char *cmd, const char *model, const char *cluster, int gpus,
@@ -185,4 +176,47 @@ json_t *cli_path_json(const char *path) {
   json_t *j = json_string(abs);
   free(abs);
   return j;
+}
+
+/* ---- the job: MPI below the CLI (be_job_*), seen through search_comm ------------------------ */
+
+int cli_job_init(cli_job *j, pp_err *err) {
+  if (be_job_init(0, err)) return err->code; /* MPI starts when a launcher started us */
+  j->rank = be_job_rank();
+  j->size = be_job_size();
+  return PP_OK;
+}
+
+static int job_gather(void *ctx, const void *buf, size_t n, void **all, size_t **lens,
+                      pp_err *err) {
+  const cli_job *j = ctx;
+  size_t all_n = 0, *l = NULL;
+  *lens = NULL;
+  if (j->rank == 0 && !(l = calloc((size_t)j->size, sizeof *l))) {
+    fprintf(stderr, "podplan: rank 0: out of memory\n");
+    be_job_abort(1); /* the other ranks would wait in the gather forever */
+  }
+  int rc = be_job_gather_bytes(buf, n, all, &all_n, l, err);
+  if (rc || j->rank != 0) {
+    free(l);
+    return rc;
+  }
+  *lens = l;
+  return PP_OK;
+}
+
+static int job_bcast(void *ctx, void **buf, size_t *n, pp_err *err) {
+  const cli_job *j = ctx;
+  void *copy = NULL;
+  size_t cn = 0;
+  int rc = be_job_bcast_bytes(j->rank == 0 ? *buf : NULL, j->rank == 0 ? *n : 0, &copy, &cn, err);
+  if (!rc && j->rank != 0) {
+    *buf = copy;
+    *n = cn;
+  }
+  return rc;
+}
+
+void cli_job_comm(cli_job *j, search_comm *comm) {
+  *comm = (search_comm){j->rank, j->size, job_gather, job_bcast, j};
 }

@@ -210,49 +210,6 @@ static int check_method_opts(const args *a, search_method m) {
   return 0;
 }
 
-/* ---- the job: MPI below the CLI (be_job_*), seen by the search through search_comm ------ */
-
-typedef struct job {
-  int rank, size;
-} job;
-
-static int job_init(job *j, pp_err *err) {
-  if (be_job_init(0, err)) return err->code; /* MPI starts when a launcher started us */
-  j->rank = be_job_rank();
-  j->size = be_job_size();
-  return PP_OK;
-}
-
-static int job_gather(void *ctx, const void *buf, size_t n, void **all, size_t **lens,
-                      pp_err *err) {
-  const job *j = ctx;
-  size_t all_n = 0, *l = NULL;
-  *lens = NULL;
-  if (j->rank == 0 && !(l = calloc((size_t)j->size, sizeof *l))) {
-    fprintf(stderr, "podplan %s: rank 0: out of memory\n", CMD);
-    be_job_abort(1); /* the other ranks would wait in the gather forever */
-  }
-  int rc = be_job_gather_bytes(buf, n, all, &all_n, l, err);
-  if (rc || j->rank != 0) {
-    free(l);
-    return rc;
-  }
-  *lens = l;
-  return PP_OK;
-}
-
-static int job_bcast(void *ctx, void **buf, size_t *n, pp_err *err) {
-  const job *j = ctx;
-  void *copy = NULL;
-  size_t cn = 0;
-  int rc = be_job_bcast_bytes(j->rank == 0 ? *buf : NULL, j->rank == 0 ? *n : 0, &copy, &cn, err);
-  if (!rc && j->rank != 0) {
-    *buf = copy;
-    *n = cn;
-  }
-  return rc;
-}
-
 /* ---- checkpoints and progress -------------------------------------------------------------- */
 
 /* What the progress line needs: whether stderr is a terminal and a line is shown. */
@@ -456,7 +413,7 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
 
 /* Prints err on rank 0 (errors of other ranks too, prefixed), then takes the job down when
  * other ranks may be waiting. */
-static int fail(const job *j, const pp_err *err, int abort_job) {
+static int fail(const cli_job *j, const pp_err *err, int abort_job) {
   int st = pp_exit_status(err->code);
   if (j->rank == 0 || abort_job) {
     if (j->rank == 0)
@@ -482,10 +439,10 @@ static void progress_cb(const search_progress *p, void *ctx) { on_progress(p, ct
 /* One method through the funnel (study_search: the run, its checkpoints, the simulator) and
  * its report. Returns the exit status. */
 static int search_one(const args *a, search_method method, const spec_model *mm,
-                      const spec_cluster *cc, const job *jp, search_comm *commp, cmp_row *row) {
+                      const spec_cluster *cc, const cli_job *jp, search_comm *commp, cmp_row *row) {
   spec_model m = *mm;
   spec_cluster c = *cc;
-  job j = *jp;
+  cli_job j = *jp;
   pp_err err = {0};
   study_search_req q = {.m = &m, .c = &c, .simulate = a->simulate, .calib_id = a->calib_id,
                         .progress = progress_cb};
@@ -591,7 +548,7 @@ int cmd_search(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc < 0 ? 0 : rc;
   /* until MPI starts, errors every rank finds alike are printed by the first one only */
-  const job pre = {be_job_launcher_rank(), 1};
+  const cli_job pre = {be_job_launcher_rank(), 1};
   pp_err err = {0};
   int all = !strcmp(a.method_name, "all");
   search_method method = SEARCH_EXHAUSTIVE;
@@ -615,9 +572,10 @@ int cmd_search(int argc, char **argv) {
   cm_params_default(&m, &a.prm);
   if ((rc = cli_calibration(CMD, a.calibration, a.db, &c, &a.prm, &a.calib_id))) return rc;
 
-  job j;
-  if (job_init(&j, &err)) return fail(&pre, &err, 0);
-  search_comm comm = {j.rank, j.size, job_gather, job_bcast, &j};
+  cli_job j;
+  if (cli_job_init(&j, &err)) return fail(&pre, &err, 0);
+  search_comm comm;
+  cli_job_comm(&j, &comm);
   int status = 0;
   if (!all) {
     status = search_one(&a, method, &m, &c, &j, &comm, NULL);

@@ -1,5 +1,6 @@
-/* Internals of study/: a CSV reader (RFC 4180: quoted fields, doubled quotes, CRLF) and the
- * built-in copies of benchmarks/data/published_runs.csv and nccl_busbw.csv. */
+/* Internals of study/: a CSV reader (RFC 4180: quoted fields, doubled quotes, CRLF), the
+ * built-in copies of benchmarks/data/published_runs.csv, nccl_busbw.csv and pillar_grid.csv,
+ * and what the pillar study's run and its output share. */
 #ifndef PODPLAN_STUDY_INT_H
 #define PODPLAN_STUDY_INT_H
 
@@ -29,9 +30,74 @@ extern const unsigned char study__published_runs[];
 extern const size_t study__published_runs_len;
 extern const unsigned char study__nccl_busbw[];
 extern const size_t study__nccl_busbw_len;
+extern const unsigned char study__pillar_grid[];   /* benchmarks/data/pillar_grid.csv */
+extern const size_t study__pillar_grid_len;
 
 /* Reads a CSV file, or the built-in text when path is NULL. */
 int study__csv_load(const char *path, const unsigned char *builtin, size_t builtin_len,
                     const char *name, study__csv *out, pp_err *err);
+
+/* ---- the pillar study (study_pillar.c runs the cases, study_pillar_out.c writes them) ---- */
+typedef enum {
+  STUDY__PM_MEGATRON,
+  STUDY__PM_TWO_LEVEL,        /* Alpa's defaults, the island is the node */
+  STUDY__PM_TWO_LEVEL_DOMAIN, /* Alpa's defaults, the island is the NVLink domain */
+  STUDY__PM_TWO_LEVEL_OPEN,   /* without Alpa's defaults (every recompute and SP choice, the
+                                 cost model's weights in its ILP), the island is the node */
+  STUDY__PM_EXHAUSTIVE,       /* the uniform space */
+  STUDY__PM_GLOBAL,
+  STUDY__PM_INTER_ONLY,       /* ablation: two-level with one GPU per stage (no intra-op) */
+  STUDY__PM_INTRA_ONLY,       /* ablation: two-level with one stage (no inter-op) */
+  STUDY__PM_N
+} study__pm;
+extern const char *const study__pm_name[STUDY__PM_N];
+
+/* One method's outcome on one case (stored as the case's JSON). */
+typedef struct study__pres {
+  int ran;                /* 1: this method belongs to the case */
+  int found;              /* a feasible plan */
+  char why[256];          /* !found: why not */
+  double cm_s;            /* best iteration time, cost model */
+  double sim_s;           /* the chosen plan (fastest simulated of the top 3), simulated */
+  double sim_cm_s;        /* ... and its cost-model time */
+  double mfu;             /* cost model, best plan */
+  double tflops;          /* ... model TFLOP/s per GPU */
+  double mem_gib;
+  double wall_s;          /* search wall time (the search alone, without the simulator) */
+  double space;           /* plans in the method's space */
+  long long evaluations;
+  double bound_s, gap;    /* global: lower bound and its gap */
+  int complete;           /* searched to the end (no time limit) */
+  long long run_id;       /* the search run in the store */
+  char plan[512];         /* the best plan (cost model), briefly */
+  char traits[512];       /* global: what its best plan does that two-level cannot */
+  int resumed;            /* read back from the store, not searched in this invocation */
+} study__pres;
+
+typedef struct study__pcase {
+  char set[16];           /* quick, full, ablation */
+  char fabric[64], model[64];
+  char model_arg[1024];   /* preset name or inline JSON */
+  int gpus, gbs;
+  char na[256];           /* not on this fabric: why (no method ran) */
+  study__pres res[STUDY__PM_N];
+} study__pcase;
+
+/* The trait of a plan that recomputes less than Alpa's defaults (the open two-level could). */
+#define STUDY__TRAIT_RECOMPUTE "no full recompute (Alpa's defaults recompute every layer)"
+
+/* Writes DIR/pillar.csv, pillar.md and the plots; prints the tables to out. */
+typedef struct study__pillar_run {
+  study__pcase *cases;
+  int ncases;
+  double wall_s;
+  int quick;
+  const char *db;
+  double gap_target;
+} study__pillar_run;
+int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *out, int *plots,
+                        pp_err *err);
+/* The gap of a method's best to global's lower bound: (t - bound) / bound; -1 when unknown. */
+double study__pillar_gap(const study__pcase *k, study__pm m);
 
 #endif

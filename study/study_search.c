@@ -167,6 +167,66 @@ static int begin_run(const study_search_req *q, int units, funnel *f, study_sear
   return PP_OK;
 }
 
+/* ---- simulated plans kept for the next search on the same cost model -------------------- */
+
+typedef struct sim_memo {
+  char hash[SPEC_HASH_LEN];
+  double iter_time_s, sim_wall_s;
+  long messages;
+  cm_breakdown t;
+} sim_memo;
+
+struct study_sim_cache {
+  sim_memo *m;
+  size_t n, cap;
+};
+
+study_sim_cache *study_sim_cache_new(void) { return calloc(1, sizeof(study_sim_cache)); }
+
+void study_sim_cache_free(study_sim_cache *c) {
+  if (!c) return;
+  free(c->m);
+  free(c);
+}
+
+static const sim_memo *memo_find(const study_sim_cache *c, const char *hash) {
+  for (size_t i = 0; c && i < c->n; i++)
+    if (!strcmp(c->m[i].hash, hash)) return &c->m[i];
+  return NULL;
+}
+
+static void memo_add(study_sim_cache *c, const char *hash, const sim_result *r) {
+  if (!c) return;
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 16;
+    sim_memo *m = realloc(c->m, cap * sizeof *m);
+    if (!m) return; /* a cache that cannot grow only costs time */
+    c->m = m, c->cap = cap;
+  }
+  sim_memo *e = &c->m[c->n++];
+  memcpy(e->hash, hash, SPEC_HASH_LEN);
+  e->iter_time_s = r->iter_time_s, e->sim_wall_s = r->sim_wall_s;
+  e->messages = r->messages, e->t = r->t;
+}
+
+/* The simulator's time of a plan: from the cache when it holds the plan, else simulated. */
+static int simulate_one(const study_search_req *q, const spec_plan *p, sim_result *sr,
+                        pp_err *err) {
+  char hash[SPEC_HASH_LEN];
+  spec_plan_hash(p, hash);
+  const sim_memo *e = memo_find(q->cache, hash);
+  memset(sr, 0, sizeof *sr);
+  if (e) {
+    sr->iter_time_s = e->iter_time_s, sr->sim_wall_s = e->sim_wall_s;
+    sr->messages = e->messages, sr->t = e->t;
+    return PP_OK;
+  }
+  sim_opts so = {SIM_FAST, NULL, 0, 0};
+  if (sim_run(q->cm, p, &so, sr, err)) return err->code;
+  memo_add(q->cache, hash, sr);
+  return PP_OK;
+}
+
 /* Re-scores the best K with the simulator and stores the scores; ranks them by simulated
  * time and chooses the fastest. */
 static int simulate_top(const study_search_req *q, store *st, study_search_out *out,
@@ -181,12 +241,10 @@ static int simulate_top(const study_search_req *q, store *st, study_search_out *
     free(ids);
     return pp_err_set(err, PP_NOMEM, "search: out of memory");
   }
-  sim_opts so = {SIM_FAST, NULL, 0, 0};
   for (int i = 0; i < k; i++) {
     search_entry *e = &r->top[i];
     sim_result sr;
-    memset(&sr, 0, sizeof sr);
-    if (sim_run(q->cm, &e->plan, &so, &sr, err)) {
+    if (simulate_one(q, &e->plan, &sr, err)) {
       sim_result_clear(&sr);
       free(ids);
       return pp_err_prefix(err, "simulating plan %d of %d", i + 1, k);

@@ -108,6 +108,12 @@ void study_runs_free(study_run *r, int n);
  * re-scored by the simulator (fast mode) and those scores stored. `podplan search` and the
  * studies run every search through here. Sharded when o.comm is set: every rank calls it,
  * rank 0 alone opens the store and gets the merged result. */
+/* Simulated plans kept between searches on one cost model (the same model, cluster and
+ * parameters): a plan several methods find is simulated once. */
+typedef struct study_sim_cache study_sim_cache;
+study_sim_cache *study_sim_cache_new(void);
+void study_sim_cache_free(study_sim_cache *c);
+
 typedef struct study_search_req {
   cm_model *cm;              /* the model, the cluster and the parameters searched on */
   const spec_model *m;       /* as stored with the run */
@@ -118,6 +124,7 @@ typedef struct study_search_req {
   int64_t calib_id;          /* the calibration of cm's parameters (0: none): part of the
                                 run's key, recorded in every score */
   const char *db;            /* the store file (rank 0 opens it; created when missing) */
+  study_sim_cache *cache;    /* plans simulated before on cm (NULL: none) */
   void (*progress)(const search_progress *p, void *ctx); /* rank 0; may be NULL */
   void *ctx;
 } study_search_req;
@@ -141,6 +148,96 @@ void study_search_out_clear(study_search_out *o);
 void study_search_key(const search_opts *o, int64_t calib_id, char *buf, size_t n);
 /* A cost-model or simulator breakdown as a JSON object of seconds (the scores' breakdown). */
 json_t *study_breakdown_json(const cm_breakdown *t);
+
+/* ---- the pillar study (study_pillar.c, study_pillar_out.c) ---------------------------------
+ * For every case of a grid of fabrics x models x scales (benchmarks/data/pillar_grid.csv,
+ * built in): megatron, two-level (Alpa's defaults, island = node), two-level with the NVLink
+ * domain as island, two-level without Alpa's defaults ("open": every recompute and SP choice,
+ * the cost model's weights in its ILP), exhaustive (the uniform space) and global each search
+ * through the funnel
+ * (stored, top 3 simulated); Alpa's ablation on the V100 cluster (set "ablation") runs
+ * megatron, inter-op only, intra-op only, two-level (both) and global. Each (case, method) is
+ * stored as a study case when done: the same study again skips it. Writes out_dir/pillar.csv,
+ * pillar.md (tables and a conclusion drawn from the numbers) and the plots. */
+typedef struct study_pillar_opts {
+  int quick;                 /* the rows of set quick only (3 fabrics x 2 models x 256 GPUs) */
+  const char *grid;          /* a grid CSV (set,fabric,model,gpus,gbs); NULL: the built-in */
+  const char *fabrics, *models, *scales; /* comma lists restricting the grid; NULL: all */
+  const char *db;            /* the store (created when missing) */
+  const char *out_dir;       /* NULL: no files */
+  FILE *out;                 /* the tables; NULL: stdout */
+  int progress;              /* 1: a progress line on stderr (a terminal) */
+  double time_limit_s;       /* per search; 0: none */
+  double gap;                /* global's target gap */
+  int threads;               /* 0: the online CPUs */
+  int simulate;              /* each method's best K simulated; < 0: 3 (quick: 1) */
+  int sim_max_gpus;          /* cases on more GPUs are not simulated (SimGrid of thousands of
+                                GPUs takes minutes per plan); < 0: 1024; 0: no limit */
+  /* a calibration: the cases on the fabric named calib_cluster take its values */
+  const char *calib_cluster, *calib_params;
+  long long calib_id;
+  const search_comm *comm;   /* under mpirun: searches sharded; rank 0 stores and writes */
+} study_pillar_opts;
+
+typedef struct study_pillar_summary {
+  int cases, cases_na;       /* cases of the grid run; those the fabric cannot hold */
+  int cases_resumed;         /* cases found whole in the store */
+  int searches;              /* (case, method) searched in this invocation */
+  int compared;              /* cases (ablation aside) where two-level and global both found one */
+  /* [0]: two-level with Alpa's defaults (island = node); [1]: without them (open) */
+  int within_1pct[2];        /* ... two-level's best within 1% of global's best */
+  int certified_1pct[2];     /* ... within 1% of global's lower bound (a certificate) */
+  double max_gap[2];         /* the largest gap of two-level to global's bound */
+  char max_gap_case[2][160];
+  int plots;                 /* plot files written (PNG and SVG count apart) */
+  double wall_s;
+} study_pillar_summary;
+int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *err);
+
+/* ---- capacity planning (study_capacity.c) ---------------------------------------------------
+ * For each fabric (cluster preset) and GPU count (powers of two and whole NVLink domains up to
+ * gpus_max): the best plan (global search through the funnel, its best simulated), the time to
+ * train `tokens` tokens, GPU-hours, cost where a price is given, MFU; the smallest cluster per
+ * fabric that meets the deadline; a fabric that cannot fit the model says so and why. Writes
+ * out_dir/capacity.csv, capacity.md and the scaling plot (time to train against GPUs, per
+ * fabric); every point is a study case in the store (a rerun skips it). */
+typedef struct study_capacity_opts {
+  const char *model;         /* preset name, JSON file or inline JSON */
+  double tokens;             /* tokens to train on (> 0) */
+  double deadline_s;         /* the time to train them in; 0: none */
+  int gpus_max;              /* the largest cluster considered; 0: 8192 */
+  const char *clusters;      /* comma list of cluster presets; NULL: every GPU fabric preset */
+  const char *prices;        /* "2.5" (every fabric) or "dgx-h100=2.5,gb200-nvl72=6" (USD per
+                                GPU-hour); NULL: no cost */
+  int gbs;                   /* global batch in sequences; 0: the number of sequences nearest
+                                4 Mi tokens (4 * 2^20 / seq_len), rounded to a multiple of 8,
+                                at least 8 (2048 for a 2048-token sequence) */
+  const char *db;            /* the store (created when missing) */
+  const char *out_dir;       /* NULL: no files */
+  FILE *out;                 /* the tables; NULL: stdout */
+  int progress;              /* 1: a progress line on stderr */
+  double time_limit_s, gap;  /* per search (0: none); global's target gap */
+  int threads;
+  const char *calib_cluster, *calib_params; /* a calibration of one fabric (as for pillar) */
+  long long calib_id;
+  int sim_max_gpus;          /* the best plan is simulated on clusters up to this many GPUs,
+                                the cost model's time used above (SimGrid takes minutes per
+                                plan on thousands of GPUs); 0: 1024; < 0: never simulate */
+} study_capacity_opts;
+
+typedef struct study_capacity_summary {
+  int fabrics;               /* fabrics considered */
+  int points;                /* (fabric, GPU count) searched or read back */
+  int feasible;              /* ... with a plan that fits */
+  int meeting;               /* fabrics with a cluster that meets the deadline */
+  int plots;                 /* plot files written (PNG and SVG count apart) */
+  int searched;              /* points searched in this invocation (the others read back) */
+  double wall_s;
+} study_capacity_summary;
+int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp_err *err);
+/* "30" or "30d" (days), "720h" (hours): seconds in *out; PP_USAGE otherwise (err may be
+ * NULL). */
+int study_capacity_parse_deadline(const char *s, double *out, pp_err *err);
 
 /* ---- plots (study_plot.c) ----------------------------------------------------------------
  * gnuplot draws every plot of a study or a report: body is a gnuplot script without terminal

@@ -1,0 +1,526 @@
+/* What the pillar study writes (study_int.h): the tables on the terminal, DIR/pillar.csv (one
+ * row per case and method), DIR/pillar.md (the tables and a conclusion drawn from the numbers,
+ * each claim naming the cases it rests on) and the plots (gnuplot through study_plot): per
+ * fabric, each method's iteration time over global's; two-level's gap to global's bound as a
+ * heat map over models x fabric scales; search wall time per method (log); Alpa's ablation.
+ * Depends on study.h. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "podplan/study.h"
+#include "study_int.h"
+
+/* The main grid's six methods in the order of the tables; the ablation's five. */
+static const study__pm main_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LEVEL,
+                                    STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_OPEN,
+                                    STUDY__PM_EXHAUSTIVE,       STUDY__PM_GLOBAL};
+static const study__pm abl_pm[] = {STUDY__PM_MEGATRON, STUDY__PM_INTER_ONLY,
+                                   STUDY__PM_INTRA_ONLY, STUDY__PM_TWO_LEVEL, STUDY__PM_GLOBAL};
+#define NMAIN 6
+#define NABL 5
+
+static int is_abl(const study__pcase *k) { return !strcmp(k->set, "ablation"); }
+
+double study__pillar_gap(const study__pcase *k, study__pm m) {
+  const study__pres *g = &k->res[STUDY__PM_GLOBAL], *r = &k->res[m];
+  if (k->na[0] || !g->ran || !r->ran || !r->found || !(g->bound_s > 0)) return -1;
+  return (r->cm_s - g->bound_s) / g->bound_s;
+}
+
+/* The method's best over global's best (cost model); 0 when either has none. */
+static double vs_global(const study__pcase *k, study__pm m) {
+  const study__pres *g = &k->res[STUDY__PM_GLOBAL], *r = &k->res[m];
+  if (k->na[0] || !g->found || !r->found) return 0;
+  return r->cm_s / g->cm_s;
+}
+
+/* ---- the terminal --------------------------------------------------------------------- */
+
+static void print_case(FILE *f, const study__pcase *k) {
+  fprintf(f, "\n%s on %s, %d GPUs, global batch %d", k->model, k->fabric, k->gpus, k->gbs);
+  if (k->na[0]) {
+    fprintf(f, ": not on this fabric: %s\n", k->na);
+    return;
+  }
+  const study__pres *g = &k->res[STUDY__PM_GLOBAL];
+  if (g->bound_s > 0)
+    fprintf(f, "; global's lower bound %.4f s (gap %.2f%%%s)", g->bound_s, 100 * g->gap,
+            g->complete ? "" : ", stopped by the time limit");
+  fprintf(f, "\n  %-17s %10s %10s %6s %9s %11s %9s\n", "method", "iter s", "sim s", "MFU",
+          "vs bound", "evaluations", "wall s");
+  const study__pm *pms = is_abl(k) ? abl_pm : main_pm;
+  int npm = is_abl(k) ? NABL : NMAIN;
+  for (int i = 0; i < npm; i++) {
+    const study__pres *r = &k->res[pms[i]];
+    if (!r->ran) continue;
+    if (!r->found) {
+      fprintf(f, "  %-17s no feasible plan: %.120s\n", study__pm_name[pms[i]], r->why);
+      continue;
+    }
+    double gap = study__pillar_gap(k, pms[i]);
+    char vs[24] = "-";
+    if (gap >= 0) snprintf(vs, sizeof vs, "+%.2f%%", 100 * gap);
+    fprintf(f, "  %-17s %10.4f %10.4f %5.1f%% %9s %11lld %9.2f%s\n", study__pm_name[pms[i]],
+            r->cm_s, r->sim_s, 100 * r->mfu, vs, r->evaluations, r->wall_s,
+            r->resumed ? "  (stored)" : "");
+  }
+  if (g->found && g->traits[0]) fprintf(f, "  global's best: %s\n", g->traits);
+}
+
+/* ---- the conclusion, per fabric --------------------------------------------------------- */
+
+/* How one two-level variant did on one fabric. */
+typedef struct variant_sum {
+  int within, certified;   /* within 1% of global's best; of global's lower bound */
+  double max_gap;          /* the largest gap to the bound */
+  char max_case[128];      /* its case */
+  char traits[512];        /* what global's best does there that two-level cannot */
+} variant_sum;
+
+static const study__pm variants[] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_DOMAIN,
+                                     STUDY__PM_TWO_LEVEL_OPEN};
+#define NVAR 3
+static const char *const variant_text[NVAR] = {
+    "two-level with Alpa's defaults (island = node)",
+    "with the NVLink domain as its island", "without Alpa's defaults (open)"};
+
+typedef struct fabric_sum {
+  char fabric[64];
+  int compared;            /* cases where global and two-level both found a plan */
+  variant_sum v[NVAR];
+} fabric_sum;
+
+/* The traits without the recompute one (what the open variant could have done too). */
+static void split_traits(const char *t, int open, char *out, size_t n) {
+  snprintf(out, n, "%s", t);
+  if (!open) return;
+  char *r = strstr(out, STUDY__TRAIT_RECOMPUTE);
+  if (!r) return;
+  if (r >= out + 2 && r[-2] == ';') r -= 2;
+  *r = '\0';
+}
+
+static void add_case(fabric_sum *s, const study__pcase *k) {
+  for (int v = 0; v < NVAR; v++) {
+    double g = study__pillar_gap(k, variants[v]);
+    if (g < 0) continue;
+    variant_sum *x = &s->v[v];
+    x->within += vs_global(k, variants[v]) <= 1.01;
+    x->certified += g <= 0.01;
+    if (g > x->max_gap) {
+      x->max_gap = g;
+      snprintf(x->max_case, sizeof x->max_case, "%s x%d", k->model, k->gpus);
+      split_traits(k->res[STUDY__PM_GLOBAL].traits, variants[v] == STUDY__PM_TWO_LEVEL_OPEN,
+                   x->traits, sizeof x->traits);
+    }
+  }
+}
+
+static int summarise(const study__pillar_run *r, fabric_sum *fs, int max) {
+  int n = 0;
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (is_abl(k) || k->na[0] || study__pillar_gap(k, STUDY__PM_TWO_LEVEL) < 0) continue;
+    int j = 0;
+    while (j < n && strcmp(fs[j].fabric, k->fabric)) j++;
+    if (j == n) {
+      if (n == max) continue;
+      memset(&fs[n], 0, sizeof fs[n]);
+      snprintf(fs[n++].fabric, sizeof fs[0].fabric, "%s", k->fabric);
+    }
+    fs[j].compared++;
+    add_case(&fs[j], k);
+  }
+  return n;
+}
+
+static void write_conclusion(FILE *f, const study__pillar_run *r) {
+  fabric_sum fs[16];
+  int n = summarise(r, fs, 16);
+  fprintf(f, "## Conclusion\n\n");
+  if (!n) {
+    fprintf(f, "No case had both a two-level and a global plan to compare.\n\n");
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    const fabric_sum *s = &fs[i];
+    fprintf(f, "- **%s** (%d case%s):", s->fabric, s->compared, s->compared == 1 ? "" : "s");
+    for (int v = 0; v < NVAR; v++) {
+      const variant_sum *x = &s->v[v];
+      fprintf(f, " %s%s is within 1%% of global's best in %d, certified within 1%% of the "
+                 "optimum by global's lower bound in %d",
+              v ? "; " : "", variant_text[v], x->within, x->certified);
+      if (x->max_gap > 0.01)
+        fprintf(f, ", largest gap +%.1f%% (%s%s%s)", 100 * x->max_gap, x->max_case,
+                x->traits[0] ? ": global's best has " : "", x->traits);
+    }
+    const variant_sum *open = &s->v[NVAR - 1];
+    fprintf(f, ". %s\n",
+            open->within == s->compared
+                ? "The two-level split itself still finds the optimum here."
+                : "The two-level split itself misses the optimum here.");
+  }
+  fputc('\n', f);
+}
+
+/* ---- CSV and markdown --------------------------------------------------------------------- */
+
+static void csv_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static int write_csv(const study__pillar_run *r, const char *path, pp_err *err) {
+  FILE *f = fopen(path, "w");
+  if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
+  fprintf(f, "set,fabric,model,gpus,gbs,method,found,iter_cm_s,iter_sim_s,mfu,tflops_per_gpu,"
+             "mem_gib,lower_bound_s,gap_to_bound_pct,vs_global_pct,search_wall_s,evaluations,"
+             "space,complete,search_run_id,plan,traits,why\n");
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    for (int pm = 0; pm < STUDY__PM_N; pm++) {
+      const study__pres *x = &k->res[pm];
+      if (!x->ran && !(k->na[0] && pm == STUDY__PM_GLOBAL)) continue;
+      fprintf(f, "%s,%s,", k->set, k->fabric);
+      csv_str(f, k->model);
+      fprintf(f, ",%d,%d,%s,%d,", k->gpus, k->gbs, study__pm_name[pm], x->found);
+      double gap = study__pillar_gap(k, (study__pm)pm), vs = vs_global(k, (study__pm)pm);
+      if (x->found)
+        fprintf(f, "%.6g,%.6g,%.4f,%.2f,%.2f,", x->cm_s, x->sim_s, x->mfu, x->tflops, x->mem_gib);
+      else
+        fputs(",,,,,", f);
+      if (k->res[STUDY__PM_GLOBAL].bound_s > 0)
+        fprintf(f, "%.6g,", k->res[STUDY__PM_GLOBAL].bound_s);
+      else
+        fputc(',', f);
+      if (gap >= 0) fprintf(f, "%.3f", 100 * gap);
+      fputc(',', f);
+      if (vs > 0) fprintf(f, "%.3f", 100 * (vs - 1));
+      fprintf(f, ",%.3f,%lld,%.6g,%d,%lld,", x->wall_s, x->evaluations, x->space, x->complete,
+              x->run_id);
+      csv_str(f, x->plan);
+      fputc(',', f);
+      csv_str(f, x->traits);
+      fputc(',', f);
+      csv_str(f, k->na[0] ? k->na : x->why);
+      fputc('\n', f);
+    }
+  }
+  if (fclose(f)) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
+  return PP_OK;
+}
+
+static void md_case_table(FILE *f, const study__pillar_run *r, int abl) {
+  const study__pm *pms = abl ? abl_pm : main_pm;
+  int npm = abl ? NABL : NMAIN;
+  fprintf(f, "| fabric | model | GPUs | gbs |");
+  for (int i = 0; i < npm; i++) fprintf(f, " %s |", study__pm_name[pms[i]]);
+  fprintf(f, " global's bound (s) | what global's best does that two-level cannot |\n"
+             "|---|---|--:|--:|");
+  for (int i = 0; i < npm; i++) fprintf(f, "--:|");
+  fprintf(f, "--:|---|\n");
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (is_abl(k) != abl) continue;
+    fprintf(f, "| %s | %s | %d | %d |", k->fabric, k->model, k->gpus, k->gbs);
+    if (k->na[0]) {
+      for (int j = 0; j < npm; j++) fprintf(f, " n/a |");
+      fprintf(f, " | %s |\n", k->na);
+      continue;
+    }
+    for (int j = 0; j < npm; j++) {
+      const study__pres *x = &k->res[pms[j]];
+      double gap = study__pillar_gap(k, pms[j]);
+      if (!x->found)
+        fprintf(f, " none |");
+      else if (gap >= 0)
+        fprintf(f, " %.3f s (+%.1f%%) |", x->cm_s, 100 * gap);
+      else
+        fprintf(f, " %.3f s |", x->cm_s);
+    }
+    const study__pres *g = &k->res[STUDY__PM_GLOBAL];
+    fprintf(f, " %.3f | %s |\n", g->bound_s, g->traits[0] ? g->traits : "-");
+  }
+  fputc('\n', f);
+}
+
+static int write_md(const study__pillar_run *r, const char *path, int plots, pp_err *err) {
+  FILE *f = fopen(path, "w");
+  if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
+  int nabl = 0;
+  for (int i = 0; i < r->ncases; i++) nabl += is_abl(&r->cases[i]);
+  fprintf(f, "# The pillar study: does Alpa's two-level split still find the best plan?\n\n"
+             "`podplan study pillar%s` (%d cases, %.0f s of wall time in the run that wrote "
+             "this; every figure is in the store %s, table study_cases, with its search "
+             "runs). Times are seconds per training iteration from the cost model; \"+x%%\" "
+             "is a method's gap to global's lower bound, which no plan of global's space beats "
+             "(global's space holds every plan the other methods return). Two-level runs with "
+             "Alpa's defaults (power-of-two sub-meshes, full recompute, its ILP weights); "
+             "\"two-level-domain\" makes the whole NVLink domain its fast island. Global stops "
+             "at a gap of %.2f%% to its bound.\n\n",
+          r->quick ? " --quick" : "", r->ncases, r->wall_s, r->db, 100 * r->gap_target);
+  write_conclusion(f, r);
+  fprintf(f, "## Cases\n\n");
+  md_case_table(f, r, 0);
+  if (nabl) {
+    fprintf(f, "## Alpa's ablation on the V100 cluster (p3.16xlarge: 8 V100 per node, 25 Gb/s "
+               "between nodes)\n\nInter-op only: one GPU per pipeline stage; intra-op only: one "
+               "stage over every GPU; two-level: both (Alpa).\n\n");
+    md_case_table(f, r, 1);
+  }
+  if (plots) {
+    fprintf(f, "## Plots\n\n![two-level's gap](pillar-gap.png)\n\n"
+               "![two-level's gap without Alpa's defaults](pillar-gap-open.png)\n\n"
+               "![search wall time](pillar-wall.png)\n\n");
+    char seen[2048] = "";
+    for (int i = 0; i < r->ncases; i++) {
+      const study__pcase *k = &r->cases[i];
+      if (is_abl(k) || strstr(seen, k->fabric)) continue;
+      strncat(seen, k->fabric, sizeof seen - strlen(seen) - 2);
+      strcat(seen, " ");
+      fprintf(f, "![%s](pillar-time-%s.png)\n\n", k->fabric, k->fabric);
+    }
+    if (nabl) fprintf(f, "![Alpa's ablation](pillar-ablation.png)\n\n");
+  }
+  if (fclose(f)) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
+  return PP_OK;
+}
+
+/* ---- plots ------------------------------------------------------------------------------ */
+
+static int open_dat(const char *dir, const char *name, FILE **f, char *path, size_t n,
+                    pp_err *err) {
+  snprintf(path, n, "%s/%s", dir, name);
+  if (!(*f = fopen(path, "w")))
+    return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
+  return PP_OK;
+}
+
+/* Per fabric: each method's best over global's best, clustered by case. */
+static int plot_times(const study__pillar_run *r, const char *dir, int *plots, pp_err *err) {
+  char done[2048] = "";
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k0 = &r->cases[i];
+    if (is_abl(k0) || strstr(done, k0->fabric)) continue;
+    strncat(done, k0->fabric, sizeof done - strlen(done) - 2);
+    strcat(done, " ");
+    char name[128], path[4096];
+    snprintf(name, sizeof name, "pillar-time-%s.dat", k0->fabric);
+    FILE *f;
+    if (open_dat(dir, name, &f, path, sizeof path, err)) return err->code;
+    fprintf(f, "# case megatron two-level two-level-domain two-level-open exhaustive global "
+               "(over global)\n");
+    int rows = 0;
+    for (int j = i; j < r->ncases; j++) {
+      const study__pcase *k = &r->cases[j];
+      if (is_abl(k) || strcmp(k->fabric, k0->fabric)) continue;
+      fprintf(f, "\"%s\\n%d GPUs\"", k->model, k->gpus);
+      for (int m = 0; m < NMAIN; m++) {
+        double v = vs_global(k, main_pm[m]);
+        if (v > 0) fprintf(f, " %.5f", v); else fputs(" NaN", f);
+      }
+      fputc('\n', f);
+      rows++;
+    }
+    fclose(f);
+    char body[12288], fab[64];
+    study_plot_quote(k0->fabric, fab, sizeof fab);
+    snprintf(body, sizeof body,
+             "set title '%s: best iteration time of each method over global''s best (cost model)'\n"
+             "set ylabel 'iteration time / global''s (1 = global)'\n"
+             "set style data histogram\nset style histogram clustered gap 1\n"
+             "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
+             "set key outside right top vertical\nset grid ytics\nset yrange [0.95:*]\n"
+             "set xtics nomirror font ',9'\nset bmargin 4\nset datafile missing 'NaN'\n"
+             "plot '%s' using 2:xtic(1) title 'megatron' lc rgb '#7f7f7f', "
+             "'' using 3 title 'two-level (node)' lc rgb '#d62728', "
+             "'' using 4 title 'two-level (domain)' lc rgb '#ff9896', "
+             "'' using 5 title 'two-level (open)' lc rgb '#ff7f0e', "
+             "'' using 6 title 'exhaustive (uniform)' lc rgb '#1f77b4', "
+             "'' using 7 title 'global' lc rgb '#2ca02c'\n",
+             fab, path);
+    snprintf(name, sizeof name, "pillar-time-%s", k0->fabric);
+    if (study_plot(dir, name, rows > 6 ? 1400 : 1000, 600, body, err)) return err->code;
+    *plots += 2;
+  }
+  return PP_OK;
+}
+
+/* Two-level's gap to global's bound over models (rows) x fabric and scale (columns): with
+ * Alpa's defaults (pillar-gap) or without them (pillar-gap-open). */
+static int plot_gap(const study__pillar_run *r, const char *dir, study__pm pm, int *plots,
+                    pp_err *err) {
+  const char *name = pm == STUDY__PM_TWO_LEVEL_OPEN ? "pillar-gap-open" : "pillar-gap";
+  const char *what = pm == STUDY__PM_TWO_LEVEL_OPEN ? "without Alpa''s defaults"
+                                                    : "with Alpa''s defaults";
+  char cols[32][96], rows[16][64];
+  int nc = 0, nr = 0;
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (is_abl(k)) continue;
+    char c[96];
+    snprintf(c, sizeof c, "%s %d", k->fabric, k->gpus);
+    int j = 0;
+    while (j < nc && strcmp(cols[j], c)) j++;
+    if (j == nc && nc < 32) memcpy(cols[nc++], c, sizeof c);
+    j = 0;
+    while (j < nr && strcmp(rows[j], k->model)) j++;
+    if (j == nr && nr < 16) snprintf(rows[nr++], sizeof rows[0], "%s", k->model);
+  }
+  if (!nc) return PP_OK;
+  char path[4096], dat[64];
+  FILE *f;
+  snprintf(dat, sizeof dat, "%s.dat", name);
+  if (open_dat(dir, dat, &f, path, sizeof path, err)) return err->code;
+  fprintf(f, "# column row gap_pct (%s, island = node, over global's lower bound)\n",
+          study__pm_name[pm]);
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (is_abl(k)) continue;
+    char c[96];
+    snprintf(c, sizeof c, "%s %d", k->fabric, k->gpus);
+    int x = 0, y = 0;
+    while (x < nc && strcmp(cols[x], c)) x++;
+    while (y < nr && strcmp(rows[y], k->model)) y++;
+    double g = study__pillar_gap(k, pm);
+    if (g >= 0) fprintf(f, "%d %d %.3f\n", x, y, 100 * g);
+  }
+  fclose(f);
+  char body[8192];
+  int b = snprintf(body, sizeof body,
+                   "set title 'Gap of two-level (%s, island = node) to global''s lower "
+                   "bound (%%)'\n"
+                   "set xrange [-0.5:%d.5]\nset yrange [-0.5:%d.5]\nset cblabel 'gap (%%)'\n"
+                   "set palette defined (0 '#f7fbff', 5 '#fdd0a2', 20 '#f16913', 60 '#7f2704')\n"
+                   "set cbrange [0:*]\nset xtics rotate by 35 right font ',9'\nset xtics (",
+                   what, nc - 1, nr - 1);
+  for (int i = 0; i < nc && b < (int)sizeof body - 200; i++) {
+    char q[96];
+    study_plot_quote(cols[i], q, sizeof q);
+    b += snprintf(body + b, sizeof body - (size_t)b, "%s'%s' %d", i ? ", " : "", q, i);
+  }
+  b += snprintf(body + b, sizeof body - (size_t)b, ")\nset ytics (");
+  for (int i = 0; i < nr && b < (int)sizeof body - 200; i++)
+    b += snprintf(body + b, sizeof body - (size_t)b, "%s'%s' %d", i ? ", " : "", rows[i], i);
+  snprintf(body + b, sizeof body - (size_t)b,
+           ")\nset bmargin 6\nplot '%s' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 "
+           "noborder fc palette notitle, "
+           "'' using 1:2:(sprintf('%%.1f', $3)) with labels font ',9' notitle\n",
+           path);
+  if (study_plot(dir, name, nc > 8 ? 1400 : 900, 520, body, err)) return err->code;
+  *plots += 2;
+  return PP_OK;
+}
+
+/* Search wall time per method: one point per case, log scale. */
+static int plot_wall(const study__pillar_run *r, const char *dir, int *plots, pp_err *err) {
+  char path[4096];
+  FILE *f;
+  if (open_dat(dir, "pillar-wall.dat", &f, path, sizeof path, err)) return err->code;
+  fprintf(f, "# method_index wall_s (one line per case that ran the method)\n");
+  int n = 0;
+  for (int m = 0; m < NMAIN; m++)
+    for (int i = 0; i < r->ncases; i++) {
+      const study__pres *x = &r->cases[i].res[main_pm[m]];
+      if (!x->ran || is_abl(&r->cases[i])) continue;
+      /* a small spread so that equal times do not hide each other */
+      double jitter = 0.3 * ((double)(i % 7) / 6.0 - 0.5);
+      fprintf(f, "%.3f %.6g\n", m + jitter, x->wall_s > 1e-4 ? x->wall_s : 1e-4);
+      n++;
+    }
+  fclose(f);
+  if (!n) return PP_OK;
+  char body[8192];
+  snprintf(body, sizeof body,
+           "set title 'Search wall time per method (one point per case)'\n"
+           "set ylabel 'wall time (s)'\nset logscale y\nset format y '10^{%%L}'\nset grid ytics\n"
+           "set xrange [-0.6:5.6]\n"
+           "set xtics (\"megatron\" 0, \"two-level\\n(node)\" 1, \"two-level\\n(domain)\" 2, "
+           "\"two-level\\n(open)\" 3, \"exhaustive\" 4, \"global\" 5)\nset bmargin 4\n"
+           "plot '%s' using 1:2 with points pt 7 ps 0.8 lc rgb '#1f77b4' notitle\n",
+           path);
+  if (study_plot(dir, "pillar-wall", 900, 520, body, err)) return err->code;
+  *plots += 2;
+  return PP_OK;
+}
+
+/* Alpa's ablation: aggregate model PFLOP/s against GPUs, per method. */
+static int plot_ablation(const study__pillar_run *r, const char *dir, int *plots, pp_err *err) {
+  char path[4096];
+  FILE *f;
+  if (open_dat(dir, "pillar-ablation.dat", &f, path, sizeof path, err)) return err->code;
+  fprintf(f, "# gpus megatron inter-op-only intra-op-only two-level global (PFLOP/s, model)\n");
+  int n = 0;
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (!is_abl(k) || k->na[0]) continue;
+    fprintf(f, "%d", k->gpus);
+    for (int m = 0; m < NABL; m++) {
+      const study__pres *x = &k->res[abl_pm[m]];
+      if (x->found) fprintf(f, " %.5f", x->tflops * k->gpus / 1000); else fputs(" NaN", f);
+    }
+    fputc('\n', f);
+    n++;
+  }
+  fclose(f);
+  if (!n) return PP_OK;
+  char body[8192];
+  snprintf(body, sizeof body,
+           "set title 'Alpa''s ablation on the V100 cluster (GPT, 25 Gb/s between nodes)'\n"
+           "set xlabel 'GPUs'\nset ylabel 'model PFLOP/s (cost model)'\nset logscale x 2\n"
+           "set xtics (8, 16, 32, 64)\nset grid\nset key top left\nset datafile missing 'NaN'\n"
+           "plot '%s' using 1:2 with linespoints pt 5 lc rgb '#7f7f7f' title 'megatron', "
+           "'' using 1:3 with linespoints pt 9 lc rgb '#9467bd' title 'inter-op only', "
+           "'' using 1:4 with linespoints pt 11 lc rgb '#ff7f0e' title 'intra-op only', "
+           "'' using 1:5 with linespoints pt 7 lc rgb '#d62728' title 'two-level (both)', "
+           "'' using 1:6 with linespoints pt 6 dt 2 lc rgb '#2ca02c' title 'global'\n",
+           path);
+  if (study_plot(dir, "pillar-ablation", 900, 560, body, err)) return err->code;
+  *plots += 2;
+  return PP_OK;
+}
+
+int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *out, int *plots,
+                        pp_err *err) {
+  *plots = 0;
+  for (int i = 0; i < r->ncases; i++) print_case(out, &r->cases[i]);
+  fputc('\n', out);
+  fabric_sum fs[16];
+  int n = summarise(r, fs, 16);
+  if (n)
+    fprintf(out, "two-level within 1%% of global's best (certified by the bound), per fabric:\n"
+                 "%-14s %6s %18s %18s %18s\n", "fabric", "cases", "Alpa defaults",
+            "island = domain", "open");
+  for (int i = 0; i < n; i++) {
+    fprintf(out, "%-14s %6d", fs[i].fabric, fs[i].compared);
+    for (int v = 0; v < NVAR; v++) {
+      char c[48];
+      snprintf(c, sizeof c, "%d (%d), +%.1f%%", fs[i].v[v].within, fs[i].v[v].certified,
+               100 * fs[i].v[v].max_gap);
+      fprintf(out, " %18s", c);
+    }
+    fputc('\n', out);
+  }
+  if (!out_dir) return PP_OK;
+  if (mkdir(out_dir, 0777) && errno != EEXIST)
+    return pp_err_set(err, PP_IO, "%s: cannot create: %s", out_dir, strerror(errno));
+  char path[4096];
+  snprintf(path, sizeof path, "%s/pillar.csv", out_dir);
+  if (write_csv(r, path, err)) return err->code;
+  if (plot_times(r, out_dir, plots, err) ||
+      plot_gap(r, out_dir, STUDY__PM_TWO_LEVEL, plots, err) ||
+      plot_gap(r, out_dir, STUDY__PM_TWO_LEVEL_OPEN, plots, err) ||
+      plot_wall(r, out_dir, plots, err) || plot_ablation(r, out_dir, plots, err))
+    return err->code;
+  snprintf(path, sizeof path, "%s/pillar.md", out_dir);
+  if (write_md(r, path, *plots, err)) return err->code;
+  fprintf(out, "wrote %s/pillar.csv, %s/pillar.md and %d plot files\n", out_dir, out_dir, *plots);
+  return PP_OK;
+}

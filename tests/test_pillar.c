@@ -1,0 +1,255 @@
+/* The pillar study on a tiny grid through the real podplan binary, a real SQLite store,
+ * SimGrid (each method's best 3 simulated) and gnuplot: `podplan study pillar --grid G` with
+ * G = gpt3-1.3b on 16 GPUs of dgx-a100 and of h100-nvl256 (global batch 64), plus one
+ * ablation row (8 GPUs of the V100 cluster). Asserts:
+ *  - every method's best time, and global's lower bound, in pillar.csv equal what
+ *    `podplan search --method M ... --json` prints when run directly with the same options;
+ *  - the CSV parses (one row per case and method), pillar.md has the conclusion and links the
+ *    plots, each plot is a non-empty PNG and SVG;
+ *  - the store holds one study case and one search run per (case, method);
+ *  - the same command again searches nothing (it reads the cases back), and with one case
+ *    removed from the store it searches that one alone (a killed study resumes);
+ *  - under mpirun -n 2 (when MPI is built: argv[2]) the sharded study gives the same times;
+ *  - bad input: an unknown fabric in --fabrics, an option of another study, a grid with a bad
+ *    set: exit 2, one line naming it, nothing stored. */
+#include <jansson.h>
+#include <sqlite3.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "study_int.h"
+#include "testutil.h"
+
+static const char *podplan;
+
+static const char grid[] = "set,fabric,model,gpus,gbs\n"
+                           "full,dgx-a100,gpt3-1.3b,16,64\n"
+                           "full,h100-nvl256,gpt3-1.3b,16,64\n"
+                           "ablation,p3.16xlarge,gpt3-1.3b,8,64\n";
+
+/* The options `podplan search` takes for each of the study's methods. */
+static const struct {
+  const char *method, *search_method, *opts[4];
+} methods[] = {
+    {"megatron", "megatron", {NULL}},
+    {"two-level", "two-level", {"--alpa-defaults", NULL}},
+    {"two-level-domain", "two-level", {"--alpa-defaults", "--island", "domain", NULL}},
+    {"two-level-open", "two-level", {NULL}},
+    {"exhaustive", "exhaustive", {NULL}},
+    {"global", "global", {"--gap", "0.001", NULL}},
+    {"inter-op-only", "two-level", {"--alpa-defaults", "--max-tp", "1", NULL}},
+    {"intra-op-only", "two-level", {"--alpa-defaults", "--max-pp", "1", NULL}},
+};
+
+static int file_size(const char *dir, const char *name) {
+  char *p = tu_path(dir, name);
+  struct stat st;
+  int n = stat(p, &st) ? -1 : (int)st.st_size;
+  free(p);
+  return n;
+}
+
+/* Runs `podplan search` with the study's options; the best time (and the bound) it prints. */
+static void direct(const char *db, const char *fabric, int gpus, int k, double *best,
+                   double *bound) {
+  char g[16];
+  snprintf(g, sizeof g, "%d", gpus);
+  char *argv[32] = {(char *)podplan, "search", "--model", "gpt3-1.3b", "--cluster",
+                    (char *)fabric,  "--gpus", g,           "--gbs",     "64",
+                    "--top",         "3",      "--method", (char *)methods[k].search_method,
+                    "--db",          (char *)db, "--json"};
+  int n = 17;
+  for (int i = 0; methods[k].opts[i]; i++) argv[n++] = (char *)methods[k].opts[i];
+  if (!strcmp(methods[k].method, "inter-op-only")) argv[n++] = "--max-dp", argv[n++] = "1";
+  argv[n] = NULL;
+  tu_run r;
+  CHECK_EQ(tu_exec(argv, &r), 0);
+  json_t *o = json_loads(r.out, 0, NULL);
+  CHECK(o != NULL);
+  json_t *b = json_object_get(o, "best_iter_time_s");
+  *best = json_is_number(b) ? json_number_value(b) : 0; /* null: no feasible plan */
+  json_t *lb = json_object_get(o, "lower_bound_s");
+  *bound = json_is_number(lb) ? json_number_value(lb) : 0;
+  json_decref(o);
+  tu_run_free(&r);
+}
+
+static int col(const study__csv *c, const char *name) {
+  int i = study__csv_col(c, name);
+  CHECK(i >= 0);
+  return i;
+}
+
+static double num(const char *s) { return *s ? strtod(s, NULL) : 0; }
+
+/* Every row of pillar.csv against the search run directly. */
+static void check_csv(const char *out, const char *tmp) {
+  char *path = tu_path(out, "pillar.csv");
+  size_t len = 0;
+  char *text = tu_read(path, &len);
+  CHECK(text != NULL);
+  study__csv c;
+  pp_err err = {0};
+  CHECK_EQ(study__csv_parse(text, len, path, &c, &err), PP_OK);
+  CHECK_EQ(c.nrows, 2 * 6 + 5);
+  int cf = col(&c, "fabric"), cg = col(&c, "gpus"), cm = col(&c, "method"),
+      ct = col(&c, "iter_cm_s"), cb = col(&c, "lower_bound_s"), cs = col(&c, "iter_sim_s");
+  char *db = tu_path(tmp, "direct.db");
+  for (int r = 0; r < c.nrows; r++) {
+    int k = 0;
+    while (k < (int)(sizeof methods / sizeof methods[0]) &&
+           strcmp(methods[k].method, c.rows[r][cm]))
+      k++;
+    CHECK(k < (int)(sizeof methods / sizeof methods[0]));
+    double best, bound;
+    direct(db, c.rows[r][cf], atoi(c.rows[r][cg]), k, &best, &bound);
+    double t = num(c.rows[r][ct]);
+    if (fabs(t - best) > 1e-5 * best)
+      fprintf(stderr, "%s %s: study %.6g, search %.6g\n", c.rows[r][cf], c.rows[r][cm], t, best);
+    CHECK(fabs(t - best) <= 1e-5 * best);
+    if (best > 0) CHECK(num(c.rows[r][cs]) > 0); /* simulated */
+    if (!strcmp(methods[k].method, "global"))
+      CHECK(fabs(num(c.rows[r][cb]) - bound) <= 1e-5 * bound);
+  }
+  free(db);
+  study__csv_free(&c);
+  free(text);
+  free(path);
+}
+
+static tu_run study(const char *gridp, const char *db, const char *out, const char *extra) {
+  char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
+                  "--out", (char *)out, (char *)extra, NULL};
+  tu_run r;
+  tu_exec(argv, &r);
+  return r;
+}
+
+static void bad_input(const char *gridp, const char *db, const char *tmp) {
+  long long runs = tu_sql_int(db, "SELECT count(*) FROM search_runs");
+  tu_run r;
+  char *a1[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
+                "--fabrics", "dgx-a100,nope", NULL};
+  tu_exec(a1, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "--fabrics: 'nope' is not in the pillar grid");
+  CHECK_EQ(tu_lines(r.err), 1);
+  tu_run_free(&r);
+  char *a2[] = {(char *)podplan, "study", "pillar", "--tokens", "5", "--db", (char *)db, NULL};
+  tu_exec(a2, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "--tokens is not an option of study pillar");
+  tu_run_free(&r);
+  static const char bad[] = "set,fabric,model,gpus,gbs\nfull,dgx-a100,gpt3-1.3b,16,64\n"
+                            "bogus,dgx-a100,gpt3-1.3b,16,64\n";
+  char *bp = tu_write(tmp, "bad.csv", bad, sizeof bad - 1);
+  char *a3[] = {(char *)podplan, "study", "pillar", "--grid", bp, "--db", (char *)db, NULL};
+  tu_exec(a3, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "bad.csv: row 3: set: 'bogus' is not quick, full or ablation");
+  tu_run_free(&r);
+  free(bp);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), runs);
+}
+
+/* The same grid sharded over 2 ranks: the same times (the searches do not depend on ranks). */
+static void sharded(const char *mpiexec, const char *gridp, const char *tmp, const char *one_db) {
+  char *db = tu_path(tmp, "mpi.db"), *out2 = tu_path(tmp, "out-mpi");
+  char *argv[] = {(char *)mpiexec, "-n", "2", "--oversubscribe", (char *)podplan, "study",
+                  "pillar", "--grid", (char *)gridp, "--db", db, "--out", out2,
+                  "--fabrics", "dgx-a100", "--threads", "1", NULL};
+  tu_run r;
+  CHECK_EQ(tu_exec(argv, &r), 0);
+  if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "on 2 ranks");
+  tu_run_free(&r);
+  for (int k = 0; k < 6; k++) {
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT printf('%%.9g', json_extract(result_json, '$.cm_s')) FROM study_cases "
+             "WHERE case_key LIKE '%%fabric=dgx-a100;%%method=%s;%%'",
+             methods[k].method);
+    char *one = tu_sql_text(one_db, q), *two = tu_sql_text(db, q);
+    CHECK(one && two);
+    if (one && two) CHECK_STREQ(one, two);
+    free(one), free(two);
+  }
+  free(db), free(out2);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_pillar PODPLAN [MPIEXEC]\n");
+    return 2;
+  }
+  podplan = argv[1];
+  char *tmp = tu_tmpdir("pillar");
+  char *gridp = tu_write(tmp, "grid.csv", grid, sizeof grid - 1);
+  char *db = tu_path(tmp, "study.db"), *out = tu_path(tmp, "out");
+  tu_run r = study(gridp, db, out, NULL);
+  if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "3 cases (0 not on their fabric, 0 read back");
+  CHECK_CONTAINS(r.out, "17 searches run");
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'pillar'"), 17);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 17);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim'") > 0, 1);
+  check_csv(out, tmp);
+  char *mdp = tu_path(out, "pillar.md"), *md = tu_read(mdp, NULL);
+  free(mdp);
+  CHECK(md != NULL);
+  if (md) {
+    CHECK_CONTAINS(md, "## Conclusion");
+    CHECK_CONTAINS(md, "**dgx-a100**");
+    CHECK_CONTAINS(md, "**h100-nvl256**");
+    CHECK_CONTAINS(md, "(pillar-gap.png)");
+    CHECK_CONTAINS(md, "(pillar-ablation.png)");
+  }
+  free(md);
+  static const char *const plots[] = {"pillar-time-dgx-a100", "pillar-time-h100-nvl256",
+                                      "pillar-gap", "pillar-wall", "pillar-ablation"};
+  for (size_t i = 0; i < sizeof plots / sizeof plots[0]; i++) {
+    char png[96], svg[96];
+    snprintf(png, sizeof png, "%s.png", plots[i]);
+    snprintf(svg, sizeof svg, "%s.svg", plots[i]);
+    CHECK(file_size(out, png) > 1000);
+    CHECK(file_size(out, svg) > 1000);
+  }
+  /* again: nothing searched */
+  r = study(gridp, db, out, NULL);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "3 read back from");
+  CHECK_CONTAINS(r.out, "0 searches run");
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 17);
+  /* one (case, method) lost, as when a study is killed: that one alone is searched */
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 17);
+  sqlite3 *h = NULL;
+  CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
+  CHECK_EQ(sqlite3_exec(h, "DELETE FROM study_cases WHERE case_key LIKE "
+                           "'%fabric=h100-nvl256;%method=global;%'", NULL, NULL, NULL),
+           SQLITE_OK);
+  CHECK_EQ(sqlite3_changes(h), 1);
+  sqlite3_close(h);
+  r = study(gridp, db, out, NULL);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "2 read back from");
+  CHECK_CONTAINS(r.out, "1 searches run");
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 18);
+  bad_input(gridp, db, tmp);
+  if (argc > 2) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    sharded(argv[2], gridp, tmp, db);
+  }
+  tu_rmtree(tmp);
+  free(tmp), free(gridp), free(db), free(out);
+  return check_status();
+}
