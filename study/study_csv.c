@@ -145,3 +145,16 @@ int study__csv_load(const char *path, const unsigned char *builtin, size_t built
   free(text);
   return rc;
 }
+
+void study__csv_field(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}

@@ -5,6 +5,7 @@
 #define PODPLAN_STUDY_INT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "podplan/err.h"
 
@@ -21,6 +22,8 @@ typedef struct study__csv {
 int study__csv_parse(const char *text, size_t len, const char *origin, study__csv *out,
                      pp_err *err);
 void study__csv_free(study__csv *c);
+/* Writes one field, quoted (RFC 4180) when it holds a comma, a quote or a line break. */
+void study__csv_field(FILE *f, const char *s);
 /* Column index by name, or -1. */
 int study__csv_col(const study__csv *c, const char *name);
 

@@ -168,15 +168,6 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
 
 /* ---- CSV and markdown --------------------------------------------------------------------- */
 
-static void csv_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 static int write_csv(const study__pillar_run *r, const char *path, pp_err *err) {
   FILE *f = fopen(path, "w");
   if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
@@ -189,7 +180,7 @@ static int write_csv(const study__pillar_run *r, const char *path, pp_err *err) 
       const study__pres *x = &k->res[pm];
       if (!x->ran && !(k->na[0] && pm == STUDY__PM_GLOBAL)) continue;
       fprintf(f, "%s,%s,", k->set, k->fabric);
-      csv_str(f, k->model);
+      study__csv_field(f, k->model);
       fprintf(f, ",%d,%d,%s,%d,", k->gpus, k->gbs, study__pm_name[pm], x->found);
       double gap = study__pillar_gap(k, (study__pm)pm), vs = vs_global(k, (study__pm)pm);
       if (x->found)
@@ -205,11 +196,11 @@ static int write_csv(const study__pillar_run *r, const char *path, pp_err *err) 
       if (vs > 0) fprintf(f, "%.3f", 100 * (vs - 1));
       fprintf(f, ",%.3f,%lld,%.6g,%d,%lld,", x->wall_s, x->evaluations, x->space, x->complete,
               x->run_id);
-      csv_str(f, x->plan);
+      study__csv_field(f, x->plan);
       fputc(',', f);
-      csv_str(f, x->traits);
+      study__csv_field(f, x->traits);
       fputc(',', f);
-      csv_str(f, k->na[0] ? k->na : x->why);
+      study__csv_field(f, k->na[0] ? k->na : x->why);
       fputc('\n', f);
     }
   }

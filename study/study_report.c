@@ -17,6 +17,7 @@
 
 #include "podplan/store.h"
 #include "podplan/study.h"
+#include "study_int.h"
 
 /* Appends to b (n bytes) at *k, never past its end. */
 static void appendf(char *b, size_t n, size_t *k, const char *fmt, ...)
@@ -119,25 +120,12 @@ static void print_text(FILE *f, const rtab *t) {
   }
 }
 
-static void csv_field(FILE *f, const char *s) {
-  if (!strpbrk(s, ",\"\r\n")) {
-    fputs(s, f);
-    return;
-  }
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 static void print_csv(FILE *f, const rtab *t) {
   char buf[64];
   for (int j = 0; j < t->ncols; j++) fprintf(f, "%s%s", j ? "," : "", t->cols[j].csv);
   fputc('\n', f);
   for (size_t i = 0; i < t->n; i++) {
-    csv_field(f, cell(t, i, 1, buf, sizeof buf));
+    study__csv_field(f, cell(t, i, 1, buf, sizeof buf));
     fputc((i + 1) % (size_t)t->ncols ? ',' : '\n', f);
   }
 }

@@ -1,7 +1,7 @@
 /* The pillar study on a tiny grid through the real podplan binary, a real SQLite store,
- * SimGrid (each method's best 3 simulated) and gnuplot: `podplan study pillar --grid G` with
- * G = gpt3-1.3b on 16 GPUs of dgx-a100 and of h100-nvl256 (global batch 64), plus one
- * ablation row (8 GPUs of the V100 cluster). Asserts:
+ * SimGrid (each method's best plan simulated: --simulate 1) and gnuplot:
+ * `podplan study pillar --grid G` with G = gpt3-1.3b on 16 GPUs of dgx-a100 and of
+ * h100-nvl256 (global batch 64), plus one ablation row (8 GPUs of the V100 cluster). Asserts:
  *  - every method's best time, and global's lower bound, in pillar.csv equal what
  *    `podplan search --method M ... --json` prints when run directly with the same options;
  *  - the CSV parses (one row per case and method), pillar.md has the conclusion and links the
@@ -123,7 +123,7 @@ static void check_csv(const char *out, const char *tmp) {
 
 static tu_run study(const char *gridp, const char *db, const char *out, const char *extra) {
   char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
-                  "--out", (char *)out, (char *)extra, NULL};
+                  "--out", (char *)out, "--simulate", "1", (char *)extra, NULL};
   tu_run r;
   tu_exec(argv, &r);
   return r;
@@ -161,7 +161,7 @@ static void sharded(const char *mpiexec, const char *gridp, const char *tmp, con
   char *db = tu_path(tmp, "mpi.db"), *out2 = tu_path(tmp, "out-mpi");
   char *argv[] = {(char *)mpiexec, "-n", "2", "--oversubscribe", (char *)podplan, "study",
                   "pillar", "--grid", (char *)gridp, "--db", db, "--out", out2,
-                  "--fabrics", "dgx-a100", "--threads", "1", NULL};
+                  "--fabrics", "dgx-a100", "--threads", "1", "--simulate", "1", NULL};
   tu_run r;
   CHECK_EQ(tu_exec(argv, &r), 0);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
