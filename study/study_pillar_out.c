@@ -75,7 +75,8 @@ static void print_case(FILE *f, const study__pcase *k) {
 /* How one two-level variant did on one fabric. */
 typedef struct variant_sum {
   int within, certified;   /* within 1% of global's best; of global's lower bound */
-  double max_gap;          /* the largest gap to the bound */
+  int none;                /* no feasible plan where global found one */
+  double max_gap;          /* the largest gap to global's best (time / global's - 1) */
   char max_case[128];      /* its case */
   char traits[512];        /* what global's best does there that two-level cannot */
 } variant_sum;
@@ -89,7 +90,8 @@ static const char *const variant_text[NVAR] = {
 
 typedef struct fabric_sum {
   char fabric[64];
-  int compared;            /* cases where global and two-level both found a plan */
+  int compared;            /* cases where global found a plan (and so a bound) */
+  int limited;             /* ... of them where global stopped at the time limit */
   variant_sum v[NVAR];
 } fabric_sum;
 
@@ -104,14 +106,20 @@ static void split_traits(const char *t, int open, char *out, size_t n) {
 }
 
 static void add_case(fabric_sum *s, const study__pcase *k) {
+  s->compared++;
+  s->limited += !k->res[STUDY__PM_GLOBAL].complete;
   for (int v = 0; v < NVAR; v++) {
     double g = study__pillar_gap(k, variants[v]);
-    if (g < 0) continue;
     variant_sum *x = &s->v[v];
-    x->within += vs_global(k, variants[v]) <= 1.01;
+    if (g < 0) {
+      x->none += k->res[variants[v]].ran && !k->res[variants[v]].found;
+      continue;
+    }
+    double vs = vs_global(k, variants[v]) - 1;
+    x->within += vs <= 0.01;
     x->certified += g <= 0.01;
-    if (g > x->max_gap) {
-      x->max_gap = g;
+    if (vs > x->max_gap) {
+      x->max_gap = vs;
       snprintf(x->max_case, sizeof x->max_case, "%s x%d", k->model, k->gpus);
       split_traits(k->res[STUDY__PM_GLOBAL].traits, variants[v] == STUDY__PM_TWO_LEVEL_OPEN,
                    x->traits, sizeof x->traits);
@@ -123,7 +131,7 @@ static int summarise(const study__pillar_run *r, fabric_sum *fs, int max) {
   int n = 0;
   for (int i = 0; i < r->ncases; i++) {
     const study__pcase *k = &r->cases[i];
-    if (is_abl(k) || k->na[0] || study__pillar_gap(k, STUDY__PM_TWO_LEVEL) < 0) continue;
+    if (is_abl(k) || k->na[0] || study__pillar_gap(k, STUDY__PM_GLOBAL) < 0) continue;
     int j = 0;
     while (j < n && strcmp(fs[j].fabric, k->fabric)) j++;
     if (j == n) {
@@ -131,7 +139,6 @@ static int summarise(const study__pillar_run *r, fabric_sum *fs, int max) {
       memset(&fs[n], 0, sizeof fs[n]);
       snprintf(fs[n++].fabric, sizeof fs[0].fabric, "%s", k->fabric);
     }
-    fs[j].compared++;
     add_case(&fs[j], k);
   }
   return n;
@@ -147,14 +154,17 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
   }
   for (int i = 0; i < n; i++) {
     const fabric_sum *s = &fs[i];
-    fprintf(f, "- **%s** (%d case%s):", s->fabric, s->compared, s->compared == 1 ? "" : "s");
+    fprintf(f, "- **%s** (%d case%s", s->fabric, s->compared, s->compared == 1 ? "" : "s");
+    if (s->limited) fprintf(f, "; global stopped by the time limit in %d", s->limited);
+    fputs("):", f);
     for (int v = 0; v < NVAR; v++) {
       const variant_sum *x = &s->v[v];
       fprintf(f, " %s%s is within 1%% of global's best in %d, certified within 1%% of the "
                  "optimum by global's lower bound in %d",
               v ? "; " : "", variant_text[v], x->within, x->certified);
+      if (x->none) fprintf(f, ", finds no feasible plan in %d", x->none);
       if (x->max_gap > 0.01)
-        fprintf(f, ", largest gap +%.1f%% (%s%s%s)", 100 * x->max_gap, x->max_case,
+        fprintf(f, ", largest gap to global's best +%.1f%% (%s%s%s)", 100 * x->max_gap, x->max_case,
                 x->traits[0] ? ": global's best has " : "", x->traits);
     }
     const variant_sum *open = &s->v[NVAR - 1];
@@ -344,7 +354,7 @@ static int plot_times(const study__pillar_run *r, const char *dir, int *plots, p
   return PP_OK;
 }
 
-/* Two-level's gap to global's bound over models (rows) x fabric and scale (columns): with
+/* Two-level's gap to global's best over models (rows) x fabric and scale (columns): with
  * Alpa's defaults (pillar-gap) or without them (pillar-gap-open). */
 static int plot_gap(const study__pillar_run *r, const char *dir, study__pm pm, int *plots,
                     pp_err *err) {
@@ -370,7 +380,7 @@ static int plot_gap(const study__pillar_run *r, const char *dir, study__pm pm, i
   FILE *f;
   snprintf(dat, sizeof dat, "%s.dat", name);
   if (open_dat(dir, dat, &f, path, sizeof path, err)) return err->code;
-  fprintf(f, "# column row gap_pct (%s, island = node, over global's lower bound)\n",
+  fprintf(f, "# column row gap_pct (%s, island = node, over global's best)\n",
           study__pm_name[pm]);
   for (int i = 0; i < r->ncases; i++) {
     const study__pcase *k = &r->cases[i];
@@ -380,14 +390,14 @@ static int plot_gap(const study__pillar_run *r, const char *dir, study__pm pm, i
     int x = 0, y = 0;
     while (x < nc && strcmp(cols[x], c)) x++;
     while (y < nr && strcmp(rows[y], k->model)) y++;
-    double g = study__pillar_gap(k, pm);
-    if (g >= 0) fprintf(f, "%d %d %.3f\n", x, y, 100 * g);
+    double g = vs_global(k, pm);
+    if (g > 0) fprintf(f, "%d %d %.3f\n", x, y, 100 * (g - 1));
   }
   fclose(f);
   char body[8192];
   int b = snprintf(body, sizeof body,
-                   "set title 'Gap of two-level (%s, island = node) to global''s lower "
-                   "bound (%%)'\n"
+                   "set title 'Two-level (%s, island = node) over global''s best (%%); "
+                   "blank: no feasible plan'\n"
                    "set xrange [-0.5:%d.5]\nset yrange [-0.5:%d.5]\nset cblabel 'gap (%%)'\n"
                    "set palette defined (0 '#f7fbff', 5 '#fdd0a2', 20 '#f16913', 60 '#7f2704')\n"
                    "set cbrange [0:*]\nset xtics rotate by 35 right font ',9'\nset xtics (",
@@ -486,16 +496,17 @@ int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *o
   fabric_sum fs[16];
   int n = summarise(r, fs, 16);
   if (n)
-    fprintf(out, "two-level within 1%% of global's best (certified by the bound), per fabric:\n"
-                 "%-14s %6s %18s %18s %18s\n", "fabric", "cases", "Alpa defaults",
+    fprintf(out, "two-level within 1%% of global's best (certified by the bound), Nx: no "
+                 "feasible plan in N cases; the largest gap to global's best, per fabric:\n"
+                 "%-14s %6s %22s %22s %22s\n", "fabric", "cases", "Alpa defaults",
             "island = domain", "open");
   for (int i = 0; i < n; i++) {
     fprintf(out, "%-14s %6d", fs[i].fabric, fs[i].compared);
     for (int v = 0; v < NVAR; v++) {
       char c[48];
-      snprintf(c, sizeof c, "%d (%d), +%.1f%%", fs[i].v[v].within, fs[i].v[v].certified,
-               100 * fs[i].v[v].max_gap);
-      fprintf(out, " %18s", c);
+      snprintf(c, sizeof c, "%d (%d) %dx, +%.1f%%", fs[i].v[v].within, fs[i].v[v].certified,
+               fs[i].v[v].none, 100 * fs[i].v[v].max_gap);
+      fprintf(out, " %22s", c);
     }
     fputc('\n', out);
   }

@@ -183,11 +183,12 @@ typedef struct study_pillar_summary {
   int cases, cases_na;       /* cases of the grid run; those the fabric cannot hold */
   int cases_resumed;         /* cases found whole in the store */
   int searches;              /* (case, method) searched in this invocation */
-  int compared;              /* cases (ablation aside) where two-level and global both found one */
+  int compared;              /* cases (ablation aside) where global found a plan */
   /* [0]: two-level with Alpa's defaults (island = node); [1]: without them (open) */
   int within_1pct[2];        /* ... two-level's best within 1% of global's best */
   int certified_1pct[2];     /* ... within 1% of global's lower bound (a certificate) */
-  double max_gap[2];         /* the largest gap of two-level to global's bound */
+  int no_plan[2];            /* ... two-level found no feasible plan */
+  double max_gap[2];         /* the largest gap of two-level to global's best */
   char max_gap_case[2][160];
   int plots;                 /* plot files written (PNG and SVG count apart) */
   double wall_s;
