@@ -221,7 +221,8 @@ static void plan_traits(const spec_plan *p, const spec_model *m, const spec_clus
     norecomp |= rc != SPEC_RECOMPUTE_FULL;
   }
   if (tp_nodes > 1)
-    trait(buf, n, "TP over %d GPUs of %d nodes in one NVLink domain", tp_n, tp_nodes);
+    trait(buf, n, "TP over %d GPUs of %d nodes%s", tp_n, tp_nodes,
+          c->nvlink.domain_gpus > node ? " in one NVLink domain" : "");
   if (odd_block)
     trait(buf, n, "a stage on %d GPUs%s (not an Alpa sub-mesh)", odd_n,
           straddle ? " straddling nodes" : "");

@@ -476,7 +476,8 @@ static int plot_ablation(const study__pillar_run *r, const char *dir, int *plots
   snprintf(body, sizeof body,
            "set title 'Alpa''s ablation on the V100 cluster (GPT, 25 Gb/s between nodes)'\n"
            "set xlabel 'GPUs'\nset ylabel 'model PFLOP/s (cost model)'\nset logscale x 2\n"
-           "set xtics (8, 16, 32, 64)\nset grid\nset key top left\nset datafile missing 'NaN'\n"
+           "set xrange [6:84]\nset xtics (8, 16, 32, 64)\nset grid\nset key top left\n"
+           "set datafile missing 'NaN'\n"
            "plot '%s' using 1:2 with linespoints pt 5 lc rgb '#7f7f7f' title 'megatron', "
            "'' using 1:3 with linespoints pt 9 lc rgb '#9467bd' title 'inter-op only', "
            "'' using 1:4 with linespoints pt 11 lc rgb '#ff7f0e' title 'intra-op only', "
