@@ -18,6 +18,7 @@
 #include "podplan/search.h"
 #include "podplan/store.h"
 #include "podplan/study.h"
+#include "study_int.h"
 
 #define CAP_GPUS_MAX 8192   /* gpus_max when 0 */
 #define CAP_SIM_MAX 1024    /* sim_max_gpus when 0 */
@@ -769,15 +770,6 @@ static void print_answer(const crun *x, FILE *f, int md) {
 
 /* ---- files -------------------------------------------------------------------------------- */
 
-static void csv_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 static int write_csv(const crun *x, const char *path, pp_err *err) {
   FILE *f = fopen(path, "w");
   if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
@@ -802,12 +794,12 @@ static int write_csv(const crun *x, const char *path, pp_err *err) {
       if (p->run_id) fprintf(f, "%lld", p->run_id);
       fputc(',', f);
     }
-    csv_str(f, p->plan);
+    study__csv_field(f, p->plan);
     fputc(',', f);
     char why[640];
     snprintf(why, sizeof why, "%s%s%s", p->why, p->status == CAP_MEMORY ? ": " : "",
              p->status == CAP_MEMORY ? b->min_why : "");
-    csv_str(f, why);
+    study__csv_field(f, why);
     fputc('\n', f);
   }
   if (fclose(f)) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
