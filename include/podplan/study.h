@@ -1,7 +1,9 @@
-/* podplan studies (study/, library podplan_study): the validation of the cost model against
- * published training runs, and later the pillar and capacity studies and their reports. Owns
- * the study code and the built-in copies of the published data (benchmarks/data keeps the
- * files). Depends on spec.h, cm.h and store.h. */
+/* podplan studies (study/, library podplan_study): the funnel every search goes through (a
+ * search run stored, resumable, its best simulated), the validation of the cost model against
+ * published training runs, the pillar study (two-level against global search, fabric by
+ * fabric), capacity planning, the report of a store, and their plots (gnuplot). Owns the study
+ * code and the built-in copies of the published data and the pillar grid (benchmarks/data
+ * keeps the files). Depends on spec.h, cm.h, search.h, sim.h and store.h. */
 #ifndef PODPLAN_STUDY_H
 #define PODPLAN_STUDY_H
 
