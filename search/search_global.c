@@ -98,9 +98,13 @@ static int block_sizes(gl_state *s, const spec_cluster *c, pp_err *err) {
     if (nodes <= ALL_COUNTS_NODES || n <= 8 || smooth(n) || n == nodes)
       s->sizes[s->nsizes++] = n * gpn;
   int dom = c->nvlink.domain_gpus;
-  if (c->network.kind == SPEC_NET_TORUS)
-    s->period = c->gpus;
-  else if (dom > 1 && dom < c->gpus)
+  if (c->network.kind == SPEC_NET_TORUS) {
+    /* GPU ids run x fastest: adding one plane (X * Y ids) moves every GPU one step along z,
+     * an automorphism of the torus, and keeps a block's nodes, z-extent and x/y coordinates;
+     * so blocks one plane apart are priced alike (cm_place_list reads nothing else) */
+    int plane = c->network.dims[0] * c->network.dims[1];
+    s->period = plane > 0 && plane % gpn == 0 && c->gpus % plane == 0 ? plane : c->gpus;
+  } else if (dom > 1 && dom < c->gpus)
     s->period = dom / gcd(dom, gpn) * gpn;
   else
     s->period = gpn;
@@ -378,7 +382,10 @@ static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d) {
   return d % gpn == 0;
 }
 
-static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, pp_err *err) {
+/* Builds the stage types of every block class; *expired is set (and the table left partial)
+ * when the run's time limit passes first. */
+static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, int *expired,
+                       pp_err *err) {
   gl_state *s = u->run->state;
   size_t slots = (size_t)s->nsizes * (size_t)s->period;
   T->first = malloc(slots * sizeof *T->first);
@@ -392,6 +399,10 @@ static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, 
       int S = s->sizes[z];
       /* the class of d is d itself: the first block that starts there represents it */
       if (!fits_at(s, c, S, d)) continue;
+      if (search__expired(u->run)) {
+        *expired = 1;
+        return PP_OK;
+      }
       size_t slot = (size_t)z * s->period + (size_t)d;
       T->first[slot] = T->n;
       if (block_types(u, S, d, samples, sp, zero, T, &T->count[slot], err)) return err->code;
@@ -495,9 +506,11 @@ static const double *next_row(gdp *D, int c, int pn, int *lo, int *hi, int8_t *c
 /* Solves F for t_max with stages' in-flight microbatches taken as min(stages left, mcap):
  * mcap = m is exact; a smaller mcap under-counts memory, a relaxation whose values are lower
  * bounds of the exact ones (mcap = 1: one class, a fast screen). G(c, 0, 0) holds the least
- * sum with c stages (the top class: at least C). */
-static void dp_solve(const gl_state *s, const spec_cluster *c, const gtab *T, gdp *D,
-                     double tmax, int mcap) {
+ * sum with c stages (the top class: at least C). Returns 1, the table unfinished, when the
+ * run's time limit passes first. */
+static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gdp *D,
+                    double tmax, int mcap) {
+  const spec_cluster *c = &run->c;
   int K = D->K, P = D->D;
   D->C = D->R < mcap ? D->R : mcap;
   size_t cells = (size_t)(D->C + 1) * (size_t)(P + 1) * (size_t)(K + 1);
@@ -506,6 +519,7 @@ static void dp_solve(const gl_state *s, const spec_cluster *c, const gtab *T, gd
     D->lo[i] = (int16_t)(K + 1), D->hi[i] = -1;
   int8_t cls[32768];
   for (int cl = 1; cl <= D->C; cl++) {
+    if (search__expired(run)) return 1; /* a class takes long on a large cluster */
     int f = cl < mcap ? cl : mcap;
     int last_ok = cl == 1, more_ok = cl > 1 || D->C == 1;
     for (int p = P - 1; p >= 0; p--) {
@@ -566,6 +580,7 @@ static void dp_solve(const gl_state *s, const spec_cluster *c, const gtab *T, gd
         }
     }
   }
+  return 0;
 }
 
 /* ---- one unit: branch and bound on t_max --------------------------------------------------- */
@@ -757,7 +772,11 @@ static int bnb(gunit *g, pp_err *err) {
   g->D.tail_lb = g->tail_lb;
   /* without a t_max, relaxed: its least sum G~ is at most every plan's sum, and its plan's
    * largest stage time b0 closes [b0, inf): there T >= G~ + (m - 1) b0 */
-  dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY, 1);
+  if (dp_solve(run, g->s, &g->T, &g->D, INFINITY, 1)) { /* out of time: the static bound */
+    u->bound_s = lb0;
+    u->complete = 0;
+    return PP_OK;
+  }
   Gm = g->D.G[IDX(&g->D, 1, 0, 0)];
   if (Gm == INFINITY) { /* nothing fits even the relaxation: nothing fits */
     u->bound_s = INFINITY;
@@ -791,7 +810,10 @@ static int bnb(gunit *g, pp_err *err) {
     ival I = iv[bi];
     iv[bi] = iv[--n];
     if (I.b == INFINITY) { /* the exact DP without a t_max: its plan closes [its t_max, inf) */
-      dp_solve(g->s, &run->c, &g->T, &g->D, INFINITY, g->m);
+      if (dp_solve(run, g->s, &g->T, &g->D, INFINITY, g->m)) { /* bound_s holds lb_now */
+        u->complete = 0;
+        break;
+      }
       if (score_solve(g, &obj, &tm, &Gm, err)) {
         free(iv);
         return err->code;
@@ -811,7 +833,10 @@ static int bnb(gunit *g, pp_err *err) {
     double mid = crit > I.a + 0.01 * w && crit < I.b - 0.01 * w ? crit : I.a + 0.5 * w;
     /* screen with the one-class relaxation first: when even it finds nothing within mid, or
      * its bound already reaches the stopping point, the exact solve is not needed */
-    dp_solve(g->s, &run->c, &g->T, &g->D, mid, 1);
+    if (dp_solve(run, g->s, &g->T, &g->D, mid, 1)) {
+      u->complete = 0;
+      break;
+    }
     double Gr = g->D.G[IDX(&g->D, 1, 0, 0)];
     if (n + 2 > cap) {
       ival *t = realloc(iv, (size_t)(cap *= 2) * sizeof *iv);
@@ -826,7 +851,10 @@ static int bnb(gunit *g, pp_err *err) {
       if (Gr < INFINITY) iv[n++] = (ival){I.a, mid, Gr};
       continue;
     }
-    dp_solve(g->s, &run->c, &g->T, &g->D, mid, g->m);
+    if (dp_solve(run, g->s, &g->T, &g->D, mid, g->m)) {
+      u->complete = 0;
+      break;
+    }
     if (score_solve(g, &obj, &tm, &Gm, err)) {
       free(iv);
       return err->code;
@@ -870,6 +898,15 @@ static int two_level_unit(search__unit *u, pp_err *err) {
   return rc == -1 ? err->code : PP_OK;
 }
 
+/* A bound that needs no stage types: no plan computes the model's FLOPs faster than every GPU
+ * at its peak, iter >= model FLOPs / (N peak) = iter x MFU of any plan (the cost model prices
+ * every FLOP at an efficiency of at most 1). The uniform part's best plan supplies it; without
+ * one, only the trivial bound (a positive epsilon, so that the run's bound stays honest). */
+static double compute_bound(const gl_state *s) {
+  if (s->utop.n && s->utop.e[0].cm.mfu > 0) return s->utop.e[0].cm.iter_time_s * s->utop.e[0].cm.mfu;
+  return 1e-12;
+}
+
 static int gl_unit(search__unit *u, pp_err *err) {
   gl_state *s = u->run->state;
   if (u->unit == 0) { /* the uniform space, searched in prepare */
@@ -891,8 +928,13 @@ static int gl_unit(search__unit *u, pp_err *err) {
   g.sp = s->sps[i % s->nsp];
   g.m = s->mbcount[i / s->nsp];
   g.samples = u->run->o->space.gbs / g.m;
-  int rc = build_types(u, g.samples, g.sp, g.zero, &g.T, err);
-  if (!rc) rc = bnb(&g, err);
+  int expired = 0;
+  int rc = build_types(u, g.samples, g.sp, g.zero, &g.T, &expired, err);
+  if (!rc && expired) { /* out of time before every stage type was priced */
+    u->bound_s = compute_bound(s);
+    u->complete = 0;
+  } else if (!rc)
+    rc = bnb(&g, err);
   dp_free(&g);
   return rc;
 }

@@ -16,7 +16,14 @@
  *   allowed sizes, every stage configuration, microbatch count, sp, ZeRO 0/1, each scored by
  *   cm_eval) and the uniform space: global's lower bound is <= the brute-force optimum, its
  *   best is no worse than exhaustive's, and within its reported gap of the brute force;
- *   two-level and megatron (when they return a plan) are never better than global's best. */
+ *   two-level and megatron (when they return a plan) are never better than global's best;
+ * - the torus period global relies on: on tpu-v4-torus at 4096 chips (16 x 16 x 16), blocks of
+ *   4, 64, 256 and 1024 chips at offsets 0, 4, 60 and 128 are priced (stage time, TP/CP
+ *   communication, memory; tp 1, 4, 16, cp 1 and 2) exactly as the same block one plane (256
+ *   ids) further on, and a 64-chip block with TP 8 starting mid-row (offset 12) is priced
+ *   unlike the one at 0 (so the check compares placements that can differ);
+ * - the time limit on a large torus: global on GPT-3 39B / 4096 TPU v4 chips (gbs 1536) with a
+ *   2 s limit returns, not complete, with a best plan and a lower bound in (0, best]. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,11 +312,83 @@ static void brute_force(void) {
   }
 }
 
+static void stage_price(cm_model *cm, const cm_stage_cfg *g, int d, int S, double out[5]) {
+  pp_err err = {0};
+  int *gpus = malloc((size_t)S * sizeof *gpus);
+  CHECK(gpus != NULL);
+  for (int i = 0; i < S; i++) gpus[i] = d + i;
+  cm_stage_coef co;
+  CHECK(cm_stage_coef_get(cm, g, gpus, S, &co, &err) == PP_OK);
+  cm_memory mem;
+  cm_stage_memory(cm, &co, 4, 0, 0, 1, 1, &mem);
+  out[0] = cm_stage_time(cm, &co, 4, 0, 0, 1);
+  out[1] = co.tp_s, out[2] = co.cp_s, out[3] = co.comp_s, out[4] = mem.total_gib;
+  free(gpus);
+}
+
+static void torus_period(void) {
+  spec_model m;
+  spec_cluster c;
+  pp_err err = {0};
+  cm_model *cm = NULL;
+  CHECK(spec_model_load("gpt3-39b", &m, &err) == PP_OK);
+  CHECK(spec_cluster_load("tpu-v4-torus", 4096, &c, &err) == PP_OK);
+  CHECK(c.network.dims[0] * c.network.dims[1] == 256);
+  CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  static const int sizes[] = {4, 64, 256, 1024}, offs[] = {0, 4, 60, 128}, tps[] = {1, 4, 16};
+  int compared = 0, differs = 0;
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      for (int t = 0; t < 3; t++)
+        for (int cp = 1; cp <= 2; cp++) {
+          int S = sizes[a], d = offs[b], tp = tps[t];
+          if (tp * cp > S) continue;
+          cm_stage_cfg g = {tp, cp, S / tp / cp, 1, 1, 0, SPEC_RECOMPUTE_NONE};
+          double x[5], y[5];
+          stage_price(cm, &g, d, S, x);
+          stage_price(cm, &g, d + 256, S, y);
+          for (int i = 0; i < 5; i++) CHECK_EQ(x[i], y[i]);
+          compared++;
+        }
+  /* TP 8 from chip 12: x 12..15 of one row and 0..3 of the next, two torus dims (from chip 0:
+   * one, without its wrap-around) */
+  cm_stage_cfg g = {8, 1, 8, 1, 1, 0, SPEC_RECOMPUTE_NONE};
+  double x[5], y[5];
+  stage_price(cm, &g, 0, 64, x);
+  stage_price(cm, &g, 12, 64, y);
+  for (int i = 0; i < 5; i++) differs += x[i] != y[i];
+  CHECK(compared > 30);
+  CHECK(differs > 0);
+  cm_model_destroy(cm);
+}
+
+static void time_limit_torus(void) {
+  spec_model m;
+  spec_cluster c;
+  pp_err err = {0};
+  cm_model *cm = NULL;
+  CHECK(spec_model_load("gpt3-39b", &m, &err) == PP_OK);
+  CHECK(spec_cluster_load("tpu-v4-torus", 4096, &c, &err) == PP_OK);
+  CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  search_opts o;
+  search_opts_default(SEARCH_GLOBAL, 1536, &o);
+  o.threads = 2, o.top = 3, o.time_limit_s = 2;
+  search_result r;
+  CHECK(search_run(cm, &o, &r, &err) == PP_OK);
+  CHECK(!r.complete);
+  CHECK(r.ntop > 0);
+  CHECK(r.lower_bound_s > 0 && r.lower_bound_s <= r.best_s);
+  search_result_clear(&r);
+  cm_model_destroy(cm);
+}
+
 int main(void) {
   space_by_hand();
   known_optimum();
   determinism();
   megatron();
   brute_force();
+  torus_period();
+  time_limit_torus();
   return check_status();
 }
