@@ -292,6 +292,7 @@ typedef struct tl_state {
   spec_recompute rcs[3];
   int zero;
   int S;                     /* most stages */
+  int widened;               /* Alpa's defaults, sub-meshes widened past 4 islands to cover */
   double tol;                /* stage imbalance tolerance (INFINITY: none) */
   double space;              /* plans in the space (paths x configurations, all passes) */
   char why[256];             /* non-empty: the space is empty, and why */
@@ -431,7 +432,18 @@ static int tl_prepare(search__run *run, pp_err *err) {
   for (int k = 1; k <= isl && st->nshapes < MAX_SHAPES; k *= 2)
     if (isl % k == 0) st->shape[st->nshapes++] = (tl_shape){1, k, k};
   if (!is_pow2(isl)) st->shape[st->nshapes++] = (tl_shape){1, isl, isl};
-  int nmax = o->alpa_defaults ? (st->islands < 4 ? st->islands : 4) : st->islands;
+  st->S = L;
+  if (sp->max_pp > 0 && sp->max_pp < st->S) st->S = sp->max_pp;
+  /* Alpa's GPT benchmark takes sub-meshes of at most 4 islands ("small_power_of_two"); where
+   * S stages of 4 islands cannot cover the cluster (beyond 512 GPUs of 8 per node with 16
+   * clusters), it takes every power of two ("power_of_two"), as a user of Alpa there must */
+  int nmax = st->islands;
+  if (o->alpa_defaults && st->islands > 4) {
+    if ((long)st->S * 4 * isl >= c->gpus)
+      nmax = 4;
+    else
+      st->widened = 1;
+  }
   for (int n = 2; n <= nmax && st->nshapes < MAX_SHAPES; n *= 2)
     st->shape[st->nshapes++] = (tl_shape){n, isl, n * isl};
   /* microbatch counts: the divisors of the global batch */
@@ -457,8 +469,6 @@ static int tl_prepare(search__run *run, pp_err *err) {
              "two-level: pipelines need ZeRO 0 or 1 (ZeRO 2 and 3 need pp = 1)");
   if (sp->schedules && !(sp->schedules & (1u << SPEC_SCHED_1F1B)))
     snprintf(st->why, sizeof st->why, "two-level: its plans run 1F1B, which the space excludes");
-  st->S = L;
-  if (sp->max_pp > 0 && sp->max_pp < st->S) st->S = sp->max_pp;
   st->tol = o->alpa_defaults ? 1.0 : INFINITY;
   if (!st->why[0])
     st->space = count_space(st, sp->gbs);
@@ -639,8 +649,11 @@ static void make_note(const tl_state *st, const tl_pass *p, const tl_counts *k, 
   if (len < (int)n)
     len += snprintf(note + len, n - (size_t)len,
                     "; %d clusters; DP %.4g s (t_max tries %lld); ILPs %lld (%lld inexpressible); "
-                    "stage costs from the cost model, not profiled",
-                    st->L, p->path.total, k->dp_runs, k->ilps, k->inexpressible);
+                    "stage costs from the cost model, not profiled%s",
+                    st->L, p->path.total, k->dp_runs, k->ilps, k->inexpressible,
+                    st->widened ? "; sub-meshes of every power of two of islands (Alpa's "
+                                  "small_power_of_two cannot cover the cluster)"
+                                : "");
   (void)len;
 }
 
@@ -742,7 +755,12 @@ out:
   } else if (!any_path || (plan_why[0] && !u->why[0])) {
     /* nothing was scored: say why (a finite excess makes the run report this why) */
     u->min_excess_gib = DBL_MAX;
-    if (!any_path)
+    int most = st->shape[st->nshapes - 1].size;
+    if (!any_path && (long)st->S * most < D)
+      snprintf(u->why, sizeof u->why,
+               "two-level: no slicing covers the %d GPUs (at most %d stages of at most %d GPUs)",
+               D, st->S, most);
+    else if (!any_path)
       snprintf(u->why, sizeof u->why,
                "two-level: no slicing into stages fits in memory for any of the %d microbatch "
                "counts (%lld ILPs, %lld DP passes)",
