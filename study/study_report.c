@@ -156,7 +156,7 @@ static void print_md(FILE *f, const rtab *t) {
 typedef struct mrow {
   int set;            /* index into rpt.sets */
   int rank;           /* the method's place in method_order (or after them, by name) */
-  const char *method; /* the runs' (owned by rpt.runs) */
+  char method[64];     /* the method and its variant (method_label) */
   int runs;
   double best_s;      /* the fastest best_iter_time_s of its runs */
   int64_t best_run;
@@ -215,9 +215,10 @@ static int rpt_read(const char *db, rpt *r, pp_err *err) {
 static const char *const method_order[] = {"exhaustive", "megatron", "two-level", "global"};
 #define NMETHOD_ORDER ((int)(sizeof method_order / sizeof method_order[0]))
 
-static int method_rank(const char *m) {
+static int method_rank(const char *m) { /* m: a method or its label (the method first) */
+  size_t n = strcspn(m, " ");
   for (int i = 0; i < NMETHOD_ORDER; i++)
-    if (strcmp(m, method_order[i]) == 0) return i;
+    if (strlen(method_order[i]) == n && strncmp(m, method_order[i], n) == 0) return i;
   return NMETHOD_ORDER;
 }
 
@@ -240,7 +241,26 @@ static void set_label(const store_report_run *u, char *buf, size_t n) {
   json_decref(pj);
 }
 
-/* The method comparison: finished runs with a best plan, grouped by set and method. */
+/* A run's method with the options that make it another search: two-level's island, Alpa's
+ * defaults and layer clusters (the pillar study runs three variants on one case). */
+static void method_label(const store_report_run *u, char *buf, size_t n) {
+  json_t *pj = u->params_json ? json_loads(u->params_json, 0, NULL) : NULL;
+  const char *island = json_string_value(json_object_get(pj, "island"));
+  int alpa = json_is_true(json_object_get(pj, "alpa_defaults"));
+  long long lc = json_integer_value(json_object_get(pj, "layer_clusters"));
+  int k = snprintf(buf, n, "%s", u->method);
+  if (strcmp(u->method, "two-level") == 0 && k >= 0 && (size_t)k < n) {
+    int open = !alpa && (!island || strcmp(island, "domain") != 0) && lc <= 0;
+    k += snprintf(buf + k, n - (size_t)k, "%s%s%s", alpa ? " alpa-defaults" : "",
+                  island && strcmp(island, "domain") == 0 ? " island=domain" : "",
+                  open ? " open" : "");
+    if (lc > 0 && k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, " clusters=%lld", lc);
+  }
+  json_decref(pj);
+}
+
+/* The method comparison: finished runs with a best plan, grouped by set and method (with its
+ * variant: method_label). */
 static int derive_methods(rpt *r, pp_err *err) {
   r->sets = calloc(r->nruns + 1, sizeof *r->sets);
   r->m = calloc(r->nruns + 1, sizeof *r->m);
@@ -253,9 +273,14 @@ static int derive_methods(rpt *r, pp_err *err) {
     int g = 0, k = 0;
     while (g < r->nsets && strcmp(r->sets[g], label) != 0) g++;
     if (g == r->nsets) memcpy(r->sets[r->nsets++], label, sizeof label);
-    while (k < r->nm && !(r->m[k].set == g && strcmp(r->m[k].method, u->method) == 0)) k++;
-    if (k == r->nm)
-      r->m[r->nm++] = (mrow){g, method_rank(u->method), u->method, 0, INFINITY, 0, NAN};
+    char meth[64];
+    method_label(u, meth, sizeof meth);
+    while (k < r->nm && !(r->m[k].set == g && strcmp(r->m[k].method, meth) == 0)) k++;
+    if (k == r->nm) {
+      mrow *x = &r->m[r->nm++];
+      *x = (mrow){g, method_rank(u->method), "", 0, INFINITY, 0, NAN};
+      memcpy(x->method, meth, sizeof meth);
+    }
     mrow *x = &r->m[k];
     x->runs++;
     if (u->best_iter_time_s < x->best_s) x->best_s = u->best_iter_time_s, x->best_run = u->id;
@@ -347,7 +372,9 @@ static void fill_runs(const rpt *r, rtab *t) {
     json_t *gbs = json_object_get(pj, "gbs");
     rt_num(t, (double)u->id), rt_text(t, u->model), rt_text(t, u->cluster);
     rt_num(t, u->gpus), rt_num(t, json_is_integer(gbs) ? (double)json_integer_value(gbs) : NAN);
-    rt_text(t, u->method), rt_text(t, u->status);
+    char meth[64];
+    method_label(u, meth, sizeof meth);
+    rt_text(t, meth), rt_text(t, u->status);
     rt_num(t, (double)u->evaluations), rt_num(t, (double)u->plans_found), rt_num(t, u->wall_s);
     rt_num(t, u->best_iter_time_s), rt_num(t, u->best_sim_s), rt_num(t, u->lower_bound_s);
     rt_num(t, 100 * u->gap), rt_num(t, id_or_nan(u->best_plan_id));

@@ -4,14 +4,16 @@
  *     (SIM, GSL, CPU: 1 when the build has the simulator, calibrate/ and the cpu device)
  *   builds one store with the podplan binary: `search --model gpt3-1.3b --cluster dgx-a100
  *   --gpus 8 --gbs 32` with --method megatron --simulate 1 and --method exhaustive --simulate 2
- *   (--json: their best times), `study validate --db`; with SIM `simulate` of gpt3-1.3b on 16
+ *   (--json: their best times), --method two-level with --alpa-defaults and with --island
+ *   domain (two variants of one method, when the build has CBC), `study validate --db`; with SIM `simulate` of gpt3-1.3b on 16
  *   GPUs (tp=2,pp=2) with --trace plus `predict --db` of the same plan (a simulated/predicted
  *   pair outside a search), and a second `simulate --trace` of another plan whose trace is then
  *   deleted; with CPU `run` of the tiny model (1 rank, 1 layer) with --trace; with GSL `import
  *   nccl-tests` of two 8-H100 logs and `calibrate --holdout 0.25 --json`. Then
  *   `report --db F --out DIR`: exit 0, the text names both methods and their best times and
  *   each section with its row count; every CSV parses (study's RFC 4180 reader) with a header
- *   and the rows expected, the best times, megatron's ratio to exhaustive, the validation
+ *   and the rows expected, the best times, megatron's and exhaustive's ratios to the fastest, one methods row per two-level variant
+ *   with its run's best, the validation
  *   pairs, the calibration's MAPE after and held-out MAPE after (as calibrate printed them),
  *   and the trace index (there / deleted, size) in them; each plot's PNG (signature) and SVG
  *   exist, non-empty; report.md links every plot and CSV; the store file is byte for byte as
@@ -184,6 +186,8 @@ static char *older(const char *dir, const char *db, int to) {
 /* What the store was built with, to find in the report. */
 typedef struct known {
   double megatron_s, exhaustive_s;  /* best_iter_time_s of the two searches */
+  double tl_alpa_s, tl_domain_s;    /* two-level --alpa-defaults, --island domain (0: no CBC) */
+  int nruns;                        /* search runs stored */
   long long published;              /* published scores (study validate) */
   double mape_after, held_after;    /* calibrate --json */
   char *trace_kept, *trace_gone, *trace_run;
@@ -203,6 +207,28 @@ static void build(const char *dir, const char *db, const char *const *flags, con
   k->exhaustive_s = num(o, "best_iter_time_s");
   json_decref(o);
   CHECK(k->megatron_s > k->exhaustive_s && k->exhaustive_s > 0);
+  k->nruns = 2;
+  /* two variants of one method: the report keeps them apart (a build without CBC has none) */
+  const char *tl[] = {"search", "--model", "gpt3-1.3b", "--cluster", "dgx-a100", "--gpus", "8",
+                      "--gbs", "32", "--method", "two-level", "--db", db, "--json",
+                      "--alpa-defaults", NULL, NULL};
+  double *tl_s[] = {&k->tl_alpa_s, &k->tl_domain_s};
+  for (int v = 0; v < 2; v++) {
+    if (v) tl[14] = "--island", tl[15] = "domain";
+    tu_run r;
+    pp(tl, &r);
+    if (r.status && r.err && strstr(r.err, "CBC")) {
+      tu_run_free(&r);
+      break;
+    }
+    CHECK_EQ(r.status, 0);
+    json_t *to = json_loads(r.out ? r.out : "", 0, NULL);
+    *tl_s[v] = num(to, "best_iter_time_s");
+    CHECK(*tl_s[v] > 0);
+    json_decref(to);
+    tu_run_free(&r);
+    k->nruns++;
+  }
   const char *val[] = {"study", "validate", "--db", db, NULL};
   pp_ok(val);
   k->published = tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'published'");
@@ -254,7 +280,8 @@ static void check_full(const char *dir, const char *db, const char *const *flags
   CHECK_EQ(r.status, 0);
   CHECK_STREQ(r.err, "");
   printf("%s", r.out ? r.out : "");
-  CHECK_CONTAINS(r.out, "Search runs (2)");
+  snprintf(num_s, sizeof num_s, "Search runs (%d)", k->nruns);
+  CHECK_CONTAINS(r.out, num_s);
   CHECK_CONTAINS(r.out, "megatron");
   CHECK_CONTAINS(r.out, "exhaustive");
   snprintf(num_s, sizeof num_s, "%.4f", k->megatron_s);
@@ -275,15 +302,21 @@ static void check_full(const char *dir, const char *db, const char *const *flags
   free(before), free(after);
 
   study__csv c;
-  csv_load(out, "search_runs.csv", 2, &c);
+  csv_load(out, "search_runs.csv", k->nruns, &c);
   CHECK_NEAR(csv_num(&c, "method", "megatron", "best_iter_time_s"), k->megatron_s, 1e-8);
   CHECK_NEAR(csv_num(&c, "method", "exhaustive", "best_iter_time_s"), k->exhaustive_s, 1e-8);
   if (sim) CHECK_NEAR(csv_num(&c, "method", "megatron", "best_sim_s"), k->megatron_s, 0.05);
   study__csv_free(&c);
-  csv_load(out, "methods.csv", 2, &c);
-  CHECK_NEAR(csv_num(&c, "method", "megatron", "vs_fastest"), k->megatron_s / k->exhaustive_s,
-             1e-8);
-  CHECK_NEAR(csv_num(&c, "method", "exhaustive", "vs_fastest"), 1, 1e-12);
+  csv_load(out, "methods.csv", k->nruns, &c);
+  double fastest = k->exhaustive_s;
+  if (k->tl_alpa_s > 0 && k->tl_alpa_s < fastest) fastest = k->tl_alpa_s;
+  if (k->tl_domain_s > 0 && k->tl_domain_s < fastest) fastest = k->tl_domain_s;
+  CHECK_NEAR(csv_num(&c, "method", "megatron", "vs_fastest"), k->megatron_s / fastest, 1e-8);
+  CHECK_NEAR(csv_num(&c, "method", "exhaustive", "vs_fastest"), k->exhaustive_s / fastest, 1e-8);
+  if (k->nruns == 4) { /* one row per variant, each with its own run's best */
+    CHECK_NEAR(csv_num(&c, "method", "two-level alpa-defaults", "best_iter_time_s"), k->tl_alpa_s, 1e-8);
+    CHECK_NEAR(csv_num(&c, "method", "two-level island=domain", "best_iter_time_s"), k->tl_domain_s, 1e-8);
+  }
   study__csv_free(&c);
   csv_load(out, "validation.csv", (int)k->published, &c);
   CHECK(study__csv_col(&c, "published_s") >= 0 && study__csv_col(&c, "error_pct") >= 0);
@@ -329,7 +362,7 @@ static void check_full(const char *dir, const char *db, const char *const *flags
 }
 
 /* The report without --out, of an empty store and of older schemas. */
-static void check_others(const char *dir, const char *db) {
+static void check_others(const char *dir, const char *db, int nruns) {
   tu_run r;
   report(db, NULL, &r);
   CHECK_EQ(r.status, 0);
@@ -360,7 +393,8 @@ static void check_others(const char *dir, const char *db) {
     CHECK_EQ(r.status, 0);
     snprintf(want, sizeof want, "(schema %d, older than", v);
     CHECK_CONTAINS(r.out, want);
-    CHECK_CONTAINS(r.out, "Search runs (2)");
+    snprintf(want, sizeof want, "Search runs (%d)", nruns);
+    CHECK_CONTAINS(r.out, want);
     CHECK_CONTAINS(r.out, "megatron");
     tu_run_free(&r);
     CHECK_EQ(tu_sql_int(odb, "SELECT max(version) FROM schema_version"), v); /* not migrated */
@@ -393,7 +427,7 @@ int main(int argc, char **argv) {
   known k = {0};
   build(dir, db, flags, argv[5], argv[6], &k);
   check_full(dir, db, flags, &k);
-  check_others(dir, db);
+  check_others(dir, db, k.nruns);
   check_bad(dir, db);
   free(k.trace_kept), free(k.trace_gone), free(k.trace_run);
   if (!check_status()) tu_rmtree(dir);
