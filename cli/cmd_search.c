@@ -334,7 +334,7 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
     printf("%4d %10.4f %5.1f%% %8.2f", i + 1, e->cm.iter_time_s, 100 * e->cm.mfu,
            e->cm.mem_gib_per_gpu);
     if (out->nsim) {
-      if (i < out->nsim)
+      if (i < out->nsim && e->simulated)
         printf(" %10.4f %3d%s", e->sim_iter_s, out->sim_rank[i],
                out->sim_rank[i] != i + 1 ? "*" : " ");
       else
@@ -345,7 +345,7 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
   }
   if (out->nsim) {
     int moved = 0;
-    for (int i = 0; i < out->nsim; i++) moved += out->sim_rank[i] != i + 1;
+    for (int i = 0; i < out->nsim; i++) moved += r->top[i].simulated && out->sim_rank[i] != i + 1;
     printf("%s\n", moved ? "* the simulator ranks this plan differently from the cost model"
                          : "the simulator keeps the cost model's ranking");
   }

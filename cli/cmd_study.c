@@ -19,7 +19,7 @@ enum { S_VALIDATE = 1, S_PILLAR = 2, S_CAPACITY = 4, S_ALL = 7 };
 enum {
   O_DB = 256, O_OUT, O_DATA, O_CALIBRATION, O_QUICK, O_GRID, O_FABRICS, O_MODELS, O_SCALES,
   O_TIME_LIMIT, O_GAP, O_THREADS, O_MODEL, O_TOKENS, O_DEADLINE, O_GPUS_MAX, O_CLUSTERS,
-  O_PRICE, O_GBS, O_SIMULATE, O_SIM_MAX_GPUS, O_HELP
+  O_PRICE, O_GBS, O_SIMULATE, O_SIM_MAX_GPUS, O_SIM_TIME_LIMIT, O_HELP
 };
 
 /* Every option once: its name, argument, help and the studies that take it. */
@@ -54,6 +54,9 @@ static const struct opt {
     {"sim-max-gpus", "N", O_SIM_MAX_GPUS, S_PILLAR | S_CAPACITY,
      "simulate cases of at most N GPUs (default 1024; 0: every case): SimGrid of thousands "
      "of GPUs takes minutes per plan"},
+    {"sim-time-limit", "S", O_SIM_TIME_LIMIT, S_PILLAR | S_CAPACITY,
+     "stop a plan's simulation after S seconds of wall time; that plan keeps its cost-model "
+     "time and is counted as not simulated (default 0: none)"},
     {"model", "M", O_MODEL, S_CAPACITY, "capacity: the model (preset, JSON file or inline JSON)"},
     {"tokens", "T", O_TOKENS, S_CAPACITY, "capacity: tokens to train on (e.g. 300e9)"},
     {"deadline", "D", O_DEADLINE, S_CAPACITY,
@@ -169,6 +172,10 @@ static int take(args *a, int id, const char *v) {
   case O_PRICE: a->k.prices = v; return 0;
   case O_GBS: return cli_int(CMD, "--gbs", v, 1, 1 << 30, &a->k.gbs);
   case O_SIMULATE: return cli_int(CMD, "--simulate", v, 0, 3, &a->p.simulate);
+  case O_SIM_TIME_LIMIT:
+    if (parse_double("--sim-time-limit", v, 0, &a->p.sim_time_limit_s)) return 2;
+    a->k.sim_time_limit_s = a->p.sim_time_limit_s;
+    return 0;
   case O_SIM_MAX_GPUS:
     if (cli_int(CMD, "--sim-max-gpus", v, 0, SPEC_MAX_GPUS, &a->p.sim_max_gpus)) return 2;
     /* capacity's field: 0 is its default (1024); every size is SPEC_MAX_GPUS */

@@ -6,6 +6,7 @@
  * delays in the collectives, so that flows sharing a bottleneck share it equally. */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
@@ -392,7 +393,24 @@ static void log_reason(int fd, char *out, size_t cap) {
   out[k] = 0;
 }
 
-int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_err *err) {
+/* Waits until fd has data or the deadline (monotonic seconds; 0: none) passes: 0 ready, 1 the
+ * deadline passed. */
+static int wait_readable(int fd, double deadline) {
+  if (deadline <= 0) return 0;
+  for (;;) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double left = deadline - (now.tv_sec + now.tv_nsec * 1e-9);
+    if (left <= 0) return 1;
+    struct pollfd p = {fd, POLLIN, 0};
+    int k = poll(&p, 1, left > 1e6 ? 1000000000 : (int)(left * 1000) + 1);
+    if (k > 0) return 0;
+    if (k < 0 && errno != EINTR) return 0; /* the read that follows reports it */
+  }
+}
+
+int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_result *res,
+                  pp_err *err) {
   /* the platform, with the routes of this run */
   char tmp[] = "/tmp/podplan-platform-XXXXXX";
   const char *path = platform_out;
@@ -471,8 +489,11 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
   char loaded = 0;
   double *ends = malloc((size_t)w->ngpu * sizeof *ends);
   double(*kinds)[SIM_NEVKINDS] = malloc((size_t)w->ngpu * sizeof *kinds);
-  int got = read_all(fds[0], &loaded, 1) == 0 && loaded == 'L';
-  got = got && ends && kinds && read_all(fds[0], &h, sizeof h) == 0;
+  double deadline = limit_s > 0 ? t0.tv_sec + t0.tv_nsec * 1e-9 + limit_s : 0;
+  int late = wait_readable(fds[0], deadline);
+  int got = !late && read_all(fds[0], &loaded, 1) == 0 && loaded == 'L';
+  if (got) late = wait_readable(fds[0], deadline);
+  got = got && !late && ends && kinds && read_all(fds[0], &h, sizeof h) == 0;
   if (got && h.status == 0)
     got = read_all(fds[0], ends, (size_t)w->ngpu * sizeof *ends) == 0 &&
           read_all(fds[0], kinds, (size_t)w->ngpu * sizeof *kinds) == 0;
@@ -482,11 +503,18 @@ int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_e
     got = ev && read_all(fds[0], ev, h.nevents * sizeof *ev) == 0;
   }
   close(fds[0]);
+  if (late) kill(pid, SIGKILL);
   int st = 0;
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
   wait4(pid, &st, 0, &ru);
   clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (late) {
+    rc = pp_err_set(err, PP_TIMEOUT, "sim: stopped after %g s of wall time (its time limit)",
+                    limit_s);
+    free(ends), free(kinds), free(ev);
+    goto done;
+  }
   if (!got || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     if (got && h.status)
       rc = pp_err_set(err, PP_INTERNAL, "%s", h.msg);
@@ -591,7 +619,7 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   if (!rc && !has_work(&w))
     rc = pp_err_set(err, PP_INPUT, "sim: the plan lowers to no work on model %s (no compute, no transfer)",
                     m->name);
-  if (!rc) rc = sim__in_child(&w, o->platform_out, out, err);
+  if (!rc) rc = sim__in_child(&w, o->platform_out, o->time_limit_s, out, err);
   sim__world_free(&w);
   return rc;
 }
@@ -642,7 +670,7 @@ int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f,
     rc = pp_err_set(err, PP_INPUT, "sim: the %d collective job(s) move no bytes between GPUs",
                     njobs);
   sim_result r;
-  if (!rc) rc = sim__in_child(&w, NULL, &r, err);
+  if (!rc) rc = sim__in_child(&w, NULL, 0, &r, err);
   if (!rc) {
     for (int j = 0, a = 0; j < njobs; j++) {
       double t = 0;

@@ -195,6 +195,9 @@ int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 
 /* Runs fn(w, arg) in a child process with SimGrid set up on the platform of w; the child
  * writes results back through `out_size` bytes of *out (and the events). */
-int sim__in_child(sim__world *w, const char *platform_out, sim_result *res, pp_err *err);
+/* Runs the world in a child process (SimGrid's state dies with it); limit_s > 0: the child is
+ * killed after that many seconds and PP_TIMEOUT returned. */
+int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_result *res,
+                  pp_err *err);
 
 #endif

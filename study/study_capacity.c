@@ -452,16 +452,19 @@ static void point_key(const crun *x, const cap_fabric *f, const spec_cluster *c,
   char *cj = spec_cluster_json(c), ch[SPEC_HASH_LEN];
   spec_hash(cj ? cj : "", ch);
   free(cj);
-  snprintf(buf, n, "model=%s;model_hash=%s;fabric=%s;cluster_hash=%s;gpus=%d;gbs=%d;gap=%.17g;"
-                   "time_limit=%.17g;calibration=%lld;simulate=%d",
-           x->m.name, x->model_hash, f->name, ch, c->gpus, x->gbs, x->o->gap, x->o->time_limit_s,
-           (long long)calib, sim);
+  int k = snprintf(buf, n, "model=%s;model_hash=%s;fabric=%s;cluster_hash=%s;gpus=%d;gbs=%d;"
+                           "gap=%.17g;time_limit=%.17g;calibration=%lld;simulate=%d",
+                   x->m.name, x->model_hash, f->name, ch, c->gpus, x->gbs, x->o->gap,
+                   x->o->time_limit_s, (long long)calib, sim);
+  if (sim && x->o->sim_time_limit_s > 0 && k > 0 && (size_t)k < n) /* older keys stay valid */
+    snprintf(buf + k, n - (size_t)k, ";sim_time_limit=%.17g", x->o->sim_time_limit_s);
 }
 
 /* Global search through the funnel, the best plan simulated when sim; fills p. */
 static int search_point(crun *x, cm_model *cm, const spec_cluster *c, int64_t calib, int sim,
                         cap_point *p, pp_err *err) {
   study_search_req q = {.cm = cm, .m = &x->m, .c = c, .simulate = sim, .calib_id = calib,
+                        .sim_time_limit_s = x->o->sim_time_limit_s,
                         .db = x->db, .progress = x->o->progress ? on_search_progress : NULL,
                         .ctx = x};
   search_opts_default(SEARCH_GLOBAL, x->gbs, &q.o);

@@ -63,6 +63,7 @@ typedef struct study__pres {
   double cm_s;            /* best iteration time, cost model */
   double sim_s;           /* the chosen plan (fastest simulated of the top 3), simulated */
   double sim_cm_s;        /* ... and its cost-model time */
+  int sim_stopped;        /* of its best K, simulations stopped by --sim-time-limit */
   double mfu;             /* cost model, best plan */
   double tflops;          /* ... model TFLOP/s per GPU */
   double mem_gib;
@@ -97,6 +98,9 @@ typedef struct study__pillar_run {
   int quick;
   const char *db;
   double gap_target;
+  int simulate, sim_max_gpus; /* each method's best K simulated on cases up to this many GPUs
+                                 (0: every case) */
+  double sim_time_limit_s;    /* per simulation (0: none) */
 } study__pillar_run;
 int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *out, int *plots,
                         pp_err *err);

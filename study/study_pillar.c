@@ -268,6 +268,7 @@ static char *pres_json(const study__pres *r) {
                         r->wall_s, "space", r->space, "evaluations", (json_int_t)r->evaluations,
                         "bound_s", r->bound_s, "gap", r->gap, "complete", r->complete, "run_id",
                         (json_int_t)r->run_id, "plan", r->plan, "traits", r->traits);
+  if (o && r->sim_stopped) json_object_set_new(o, "sim_stopped", json_integer(r->sim_stopped));
   char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(o);
   return s;
@@ -292,6 +293,7 @@ static int pres_parse(const char *text, const char *key, study__pres *r, pp_err 
     return pp_err_set(err, PP_INPUT, "study case '%s': result_json: %s", key, je.text);
   }
   r->found = found, r->complete = complete, r->evaluations = ev, r->run_id = run;
+  r->sim_stopped = (int)json_integer_value(json_object_get(o, "sim_stopped")); /* 0 if absent */
   snprintf(r->why, sizeof r->why, "%s", why);
   snprintf(r->plan, sizeof r->plan, "%s", plan);
   snprintf(r->traits, sizeof r->traits, "%s", traits);
@@ -333,11 +335,14 @@ static int sim_count(const study_pillar_opts *o, const study__pcase *k);
 
 static void case_key(const study_pillar_opts *o, const study__pcase *k, study__pm pm,
                      char *buf, size_t n) {
-  snprintf(buf, n, "model=%s;fabric=%s;gpus=%d;gbs=%d;method=%s;gap=%.17g;time_limit=%.17g;"
-                   "simulate=%d;calibration=%lld",
-           k->model_arg, k->fabric, k->gpus, k->gbs, study__pm_name[pm], o->gap,
-           o->time_limit_s, sim_count(o, k),
-           o->calib_cluster && !strcmp(o->calib_cluster, k->fabric) ? o->calib_id : 0LL);
+  int sim = sim_count(o, k);
+  int w = snprintf(buf, n, "model=%s;fabric=%s;gpus=%d;gbs=%d;method=%s;gap=%.17g;"
+                           "time_limit=%.17g;simulate=%d;calibration=%lld",
+                   k->model_arg, k->fabric, k->gpus, k->gbs, study__pm_name[pm], o->gap,
+                   o->time_limit_s, sim,
+                   o->calib_cluster && !strcmp(o->calib_cluster, k->fabric) ? o->calib_id : 0LL);
+  if (sim && o->sim_time_limit_s > 0 && w > 0 && (size_t)w < n) /* older keys stay valid */
+    snprintf(buf + w, n - (size_t)w, ";sim_time_limit=%.17g", o->sim_time_limit_s);
 }
 
 /* The plans of each method the simulator re-scores on case k. */
@@ -354,7 +359,8 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, const spec_m
   const struct pm_def *d = &pm_defs[pm];
   int calibrated = x->o->calib_cluster && !strcmp(x->o->calib_cluster, k->fabric);
   study_search_req q = {.cm = cm, .m = m, .c = c, .simulate = sim_count(x->o, k), .db = x->o->db,
-                        .cache = cache, .calib_id = calibrated ? x->o->calib_id : 0};
+                        .cache = cache, .calib_id = calibrated ? x->o->calib_id : 0,
+                        .sim_time_limit_s = x->o->sim_time_limit_s};
   search_opts_default(d->method, k->gbs, &q.o);
   for (int i = 0; i < 2 && d->opt[i]; i++)
     if (search_space_set(&q.o.space, d->opt[i], d->val[i], err)) return err->code;
@@ -378,6 +384,7 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, const spec_m
   r->wall_s = s->wall_s, r->space = s->space_size, r->evaluations = s->evaluations;
   r->bound_s = s->lower_bound_s, r->gap = s->gap, r->complete = s->complete;
   r->run_id = out.run_id;
+  r->sim_stopped = out.sim_stopped;
   if (!r->found) snprintf(r->why, sizeof r->why, "%s", s->why);
   if (r->found) {
     const search_entry *b = &s->top[0], *ch = &s->top[out.chosen];
@@ -498,7 +505,9 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
   sum->searches = x.searched;
   sum->wall_s = now_s() - x.t0;
   if (!rc && x.rank0) {
-    study__pillar_run run = {cases, n, sum->wall_s, o->quick, o->db, o->gap};
+    study__pillar_run run = {cases, n, sum->wall_s, o->quick, o->db, o->gap,
+                             o->simulate >= 0 ? o->simulate : o->quick ? 1 : 3,
+                             o->sim_max_gpus < 0 ? 1024 : o->sim_max_gpus, o->sim_time_limit_s};
     rc = study__pillar_write(&run, o->out_dir, o->out ? o->out : stdout, &sum->plots, err);
     for (int i = 0; i < n; i++) {
       const study__pcase *k = &cases[i];

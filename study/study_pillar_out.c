@@ -63,9 +63,12 @@ static void print_case(FILE *f, const study__pcase *k) {
     double gap = study__pillar_gap(k, pms[i]);
     char vs[24] = "-";
     if (gap >= 0) snprintf(vs, sizeof vs, "+%.2f%%", 100 * gap);
-    fprintf(f, "  %-17s %10.4f %10.4f %5.1f%% %9s %11lld %9.2f%s\n", study__pm_name[pms[i]],
-            r->cm_s, r->sim_s, 100 * r->mfu, vs, r->evaluations, r->wall_s,
-            r->resumed ? "  (stored)" : "");
+    char sim[24] = "-"; /* not simulated (above --sim-max-gpus, or stopped) */
+    if (r->sim_s > 0) snprintf(sim, sizeof sim, "%.4f", r->sim_s);
+    fprintf(f, "  %-17s %10.4f %10s %5.1f%% %9s %11lld %9.2f%s%s\n", study__pm_name[pms[i]],
+            r->cm_s, sim, 100 * r->mfu, vs, r->evaluations, r->wall_s,
+            r->resumed ? "  (stored)" : "",
+            r->sim_stopped ? "  (a simulation stopped by --sim-time-limit)" : "");
   }
   if (g->found && g->traits[0]) fprintf(f, "  global's best: %s\n", g->traits);
 }
@@ -181,7 +184,7 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
 static int write_csv(const study__pillar_run *r, const char *path, pp_err *err) {
   FILE *f = fopen(path, "w");
   if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
-  fprintf(f, "set,fabric,model,gpus,gbs,method,found,iter_cm_s,iter_sim_s,mfu,tflops_per_gpu,"
+  fprintf(f, "set,fabric,model,gpus,gbs,method,found,iter_cm_s,iter_sim_s,sim_stopped,mfu,tflops_per_gpu,"
              "mem_gib,lower_bound_s,gap_to_bound_pct,vs_global_pct,search_wall_s,evaluations,"
              "space,complete,search_run_id,plan,traits,why\n");
   for (int i = 0; i < r->ncases; i++) {
@@ -193,10 +196,12 @@ static int write_csv(const study__pillar_run *r, const char *path, pp_err *err) 
       study__csv_field(f, k->model);
       fprintf(f, ",%d,%d,%s,%d,", k->gpus, k->gbs, study__pm_name[pm], x->found);
       double gap = study__pillar_gap(k, (study__pm)pm), vs = vs_global(k, (study__pm)pm);
-      if (x->found)
-        fprintf(f, "%.6g,%.6g,%.4f,%.2f,%.2f,", x->cm_s, x->sim_s, x->mfu, x->tflops, x->mem_gib);
-      else
-        fputs(",,,,,", f);
+      if (x->found) {
+        fprintf(f, "%.6g,", x->cm_s);
+        if (x->sim_s > 0) fprintf(f, "%.6g", x->sim_s); /* empty: not simulated */
+        fprintf(f, ",%d,%.4f,%.2f,%.2f,", x->sim_stopped, x->mfu, x->tflops, x->mem_gib);
+      } else
+        fputs(",,,,,,", f);
       if (k->res[STUDY__PM_GLOBAL].bound_s > 0)
         fprintf(f, "%.6g,", k->res[STUDY__PM_GLOBAL].bound_s);
       else
@@ -239,12 +244,14 @@ static void md_case_table(FILE *f, const study__pillar_run *r, int abl) {
     for (int j = 0; j < npm; j++) {
       const study__pres *x = &k->res[pms[j]];
       double gap = study__pillar_gap(k, pms[j]);
-      if (!x->found)
+      if (!x->found) {
         fprintf(f, " none |");
-      else if (gap >= 0)
-        fprintf(f, " %.3f s (+%.1f%%) |", x->cm_s, 100 * gap);
-      else
-        fprintf(f, " %.3f s |", x->cm_s);
+        continue;
+      }
+      fprintf(f, " %.3f s", x->cm_s);
+      if (gap >= 0) fprintf(f, " (+%.1f%%)", 100 * gap);
+      if (x->sim_s > 0) fprintf(f, "<br>sim %.3f s", x->sim_s);
+      fprintf(f, " |");
     }
     const study__pres *g = &k->res[STUDY__PM_GLOBAL];
     fprintf(f, " %.3f | %s |\n", g->bound_s, g->traits[0] ? g->traits : "-");
@@ -263,10 +270,27 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
              "runs). Times are seconds per training iteration from the cost model; \"+x%%\" "
              "is a method's gap to global's lower bound, which no plan of global's space beats "
              "(global's space holds every plan the other methods return). Two-level runs with "
-             "Alpa's defaults (power-of-two sub-meshes, full recompute, its ILP weights); "
+             "Alpa's defaults (power-of-two sub-meshes of at most 4 nodes, every power of two "
+             "where those cannot cover the cluster; full recompute, its ILP weights); "
              "\"two-level-domain\" makes the whole NVLink domain its fast island. Global stops "
-             "at a gap of %.2f%% to its bound.\n\n",
+             "at a gap of %.2f%% to its bound.",
           r->quick ? " --quick" : "", r->ncases, r->wall_s, r->db, 100 * r->gap_target);
+  int stopped = 0;
+  for (int i = 0; i < r->ncases; i++)
+    for (int pm = 0; pm < STUDY__PM_N; pm++) stopped += r->cases[i].res[pm].sim_stopped;
+  if (r->simulate > 0) {
+    fprintf(f, " The simulator re-scored each method's best %d on cases of ", r->simulate);
+    if (r->sim_max_gpus > 0)
+      fprintf(f, "at most %d GPUs", r->sim_max_gpus);
+    else
+      fprintf(f, "every size");
+    fprintf(f, "; \"sim\" is the fastest of them simulated");
+    if (r->sim_time_limit_s > 0)
+      fprintf(f, " (%d simulations ran past %g s of wall time and were stopped: those plans "
+                 "keep only their cost-model time)", stopped, r->sim_time_limit_s);
+    fputc('.', f);
+  }
+  fputs("\n\n", f);
   write_conclusion(f, r);
   fprintf(f, "## Cases\n\n");
   md_case_table(f, r, 0);

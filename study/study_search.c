@@ -221,14 +221,15 @@ static int simulate_one(const study_search_req *q, const spec_plan *p, sim_resul
     sr->messages = e->messages, sr->t = e->t;
     return PP_OK;
   }
-  sim_opts so = {SIM_FAST, NULL, 0, 0};
+  sim_opts so = {.fidelity = SIM_FAST, .time_limit_s = q->sim_time_limit_s};
   if (sim_run(q->cm, p, &so, sr, err)) return err->code;
   memo_add(q->cache, hash, sr);
   return PP_OK;
 }
 
 /* Re-scores the best K with the simulator and stores the scores; ranks them by simulated
- * time and chooses the fastest. */
+ * time and chooses the fastest. A plan whose simulation ran past sim_time_limit_s stays
+ * unsimulated (counted in sim_stopped); with none simulated the cost model's best stays. */
 static int simulate_top(const study_search_req *q, store *st, study_search_out *out,
                         pp_err *err) {
   search_result *r = &out->r;
@@ -244,7 +245,15 @@ static int simulate_top(const study_search_req *q, store *st, study_search_out *
   for (int i = 0; i < k; i++) {
     search_entry *e = &r->top[i];
     sim_result sr;
-    if (simulate_one(q, &e->plan, &sr, err)) {
+    int src = simulate_one(q, &e->plan, &sr, err);
+    if (src == PP_TIMEOUT) {
+      sim_result_clear(&sr);
+      pp_err_clear(err);
+      out->sim_stopped++;
+      out->nsim = i + 1;
+      continue;
+    }
+    if (src) {
       sim_result_clear(&sr);
       free(ids);
       return pp_err_prefix(err, "simulating plan %d of %d", i + 1, k);
@@ -273,15 +282,16 @@ static int simulate_top(const study_search_req *q, store *st, study_search_out *
     out->nsim = i + 1;
   }
   for (int i = 0; i < k; i++) {
+    if (!r->top[i].simulated) continue; /* rank 0: not simulated */
     int rank = 1;
     for (int j = 0; j < k; j++)
-      if (r->top[j].sim_iter_s < r->top[i].sim_iter_s ||
-          (r->top[j].sim_iter_s == r->top[i].sim_iter_s && j < i))
+      if (r->top[j].simulated && (r->top[j].sim_iter_s < r->top[i].sim_iter_s ||
+                                  (r->top[j].sim_iter_s == r->top[i].sim_iter_s && j < i)))
         rank++;
     out->sim_rank[i] = rank;
     if (rank == 1) out->chosen = i;
   }
-  out->best_plan_id = ids[out->chosen];
+  if (ids[out->chosen]) out->best_plan_id = ids[out->chosen];
   free(ids);
   return PP_OK;
 }

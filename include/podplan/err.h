@@ -20,7 +20,8 @@
   X(DB, 1, "database error")                                               \
   X(BUSY, 1, "database is locked")                                         \
   X(DEVICE, 1, "device error")                                             \
-  X(INTERNAL, 1, "internal error")
+  X(INTERNAL, 1, "internal error")                                         \
+  X(TIMEOUT, 1, "time limit reached")
 
 typedef enum {
 #define PP__ENUM(name, status, msg) PP_##name,

@@ -36,6 +36,8 @@ typedef struct sim_opts {
                                no other flow crosses (a TP group inside an NVSwitch node, say)
                                runs without them, with the same times (sim_coll.c; the two
                                agree in tests/test_sim_plan.c) */
+  double time_limit_s;      /* > 0: stop the simulation after this many seconds of wall time
+                               (PP_TIMEOUT, nothing returned); 0: none */
 } sim_opts;
 
 /* What one GPU did, for traces. */

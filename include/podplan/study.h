@@ -123,6 +123,7 @@ typedef struct study_search_req {
   search_opts o;             /* the method and its options; the hooks (on_unit, progress,
                                 ctx) and the resume fields are the funnel's own */
   int simulate;              /* re-score the best K (K <= o.top) with the simulator */
+  double sim_time_limit_s;   /* > 0: a plan whose simulation runs longer stays unsimulated */
   int64_t calib_id;          /* the calibration of cm's parameters (0: none): part of the
                                 run's key, recorded in every score */
   const char *db;            /* the store file (rank 0 opens it; created when missing) */
@@ -138,8 +139,9 @@ typedef struct study_search_out {
   int searched;              /* the search ended: a failure after it was rank 0's alone (on a
                                 failure before it, other ranks may be waiting) */
   int resumed, units_before, units; /* a resumed run had units_before of units done */
-  int nsim;                  /* top[0 .. nsim-1] simulated */
-  int *sim_rank;             /* [nsim]: 1-based rank by simulated time */
+  int nsim;                  /* top[0 .. nsim-1] went to the simulator */
+  int *sim_rank;             /* [nsim]: 1-based rank by simulated time (0: not simulated) */
+  int sim_stopped;           /* of the nsim, stopped by sim_time_limit_s (top[i].simulated 0) */
   int chosen;                /* the plan chosen: the fastest simulated (0 without) */
   int64_t best_plan_id;      /* the chosen plan's id in the store */
 } study_search_out;
@@ -175,6 +177,7 @@ typedef struct study_pillar_opts {
   int simulate;              /* each method's best K simulated; < 0: 3 (quick: 1) */
   int sim_max_gpus;          /* cases on more GPUs are not simulated (SimGrid of thousands of
                                 GPUs takes minutes per plan); < 0: 1024; 0: no limit */
+  double sim_time_limit_s;   /* > 0: a plan simulated longer keeps its cost-model time */
   /* a calibration: the cases on the fabric named calib_cluster take its values */
   const char *calib_cluster, *calib_params;
   long long calib_id;
@@ -226,6 +229,7 @@ typedef struct study_capacity_opts {
   int sim_max_gpus;          /* the best plan is simulated on clusters up to this many GPUs,
                                 the cost model's time used above (SimGrid takes minutes per
                                 plan on thousands of GPUs); 0: 1024; < 0: never simulate */
+  double sim_time_limit_s;   /* > 0: a plan simulated longer keeps its cost-model time */
 } study_capacity_opts;
 
 typedef struct study_capacity_summary {
