@@ -346,7 +346,7 @@ static int plot_times(const study__pillar_run *r, const char *dir, int *plots, p
     for (int j = i; j < r->ncases; j++) {
       const study__pcase *k = &r->cases[j];
       if (is_abl(k) || strcmp(k->fabric, k0->fabric)) continue;
-      fprintf(f, "\"%s\\n%d GPUs\"", k->model, k->gpus);
+      fprintf(f, "\"%s x%d\"", k->model, k->gpus); /* one line: the tics are rotated */
       for (int m = 0; m < NMAIN; m++) {
         double v = vs_global(k, main_pm[m]);
         if (v > 0) fprintf(f, " %.5f", v); else fputs(" NaN", f);
@@ -363,7 +363,8 @@ static int plot_times(const study__pillar_run *r, const char *dir, int *plots, p
              "set style data histogram\nset style histogram clustered gap 1\n"
              "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
              "set key outside right top vertical\nset grid ytics\nset yrange [0.95:*]\n"
-             "set xtics nomirror font ',9'\nset bmargin 4\nset datafile missing 'NaN'\n"
+             "set xtics nomirror rotate by 30 right font ',9'\nset bmargin 7\n"
+             "set datafile missing 'NaN'\n"
              "plot '%s' using 2:xtic(1) title 'megatron' lc rgb '#7f7f7f', "
              "'' using 3 title 'two-level (node)' lc rgb '#d62728', "
              "'' using 4 title 'two-level (domain)' lc rgb '#ff9896', "
