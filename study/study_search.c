@@ -174,6 +174,7 @@ typedef struct sim_memo {
   double iter_time_s, sim_wall_s;
   long messages;
   cm_breakdown t;
+  int stopped;               /* its simulation ran past the time limit (not tried again) */
 } sim_memo;
 
 struct study_sim_cache {
@@ -195,7 +196,7 @@ static const sim_memo *memo_find(const study_sim_cache *c, const char *hash) {
   return NULL;
 }
 
-static void memo_add(study_sim_cache *c, const char *hash, const sim_result *r) {
+static void memo_add(study_sim_cache *c, const char *hash, const sim_result *r, int stopped) {
   if (!c) return;
   if (c->n == c->cap) {
     size_t cap = c->cap ? 2 * c->cap : 16;
@@ -207,6 +208,7 @@ static void memo_add(study_sim_cache *c, const char *hash, const sim_result *r) 
   memcpy(e->hash, hash, SPEC_HASH_LEN);
   e->iter_time_s = r->iter_time_s, e->sim_wall_s = r->sim_wall_s;
   e->messages = r->messages, e->t = r->t;
+  e->stopped = stopped;
 }
 
 /* The simulator's time of a plan: from the cache when it holds the plan, else simulated. */
@@ -216,14 +218,19 @@ static int simulate_one(const study_search_req *q, const spec_plan *p, sim_resul
   spec_plan_hash(p, hash);
   const sim_memo *e = memo_find(q->cache, hash);
   memset(sr, 0, sizeof *sr);
+  if (e && e->stopped)
+    return pp_err_set(err, PP_TIMEOUT, "sim: stopped before, after %g s", q->sim_time_limit_s);
   if (e) {
     sr->iter_time_s = e->iter_time_s, sr->sim_wall_s = e->sim_wall_s;
     sr->messages = e->messages, sr->t = e->t;
     return PP_OK;
   }
   sim_opts so = {.fidelity = SIM_FAST, .time_limit_s = q->sim_time_limit_s};
-  if (sim_run(q->cm, p, &so, sr, err)) return err->code;
-  memo_add(q->cache, hash, sr);
+  if (sim_run(q->cm, p, &so, sr, err)) {
+    if (err->code == PP_TIMEOUT) memo_add(q->cache, hash, sr, 1);
+    return err->code;
+  }
+  memo_add(q->cache, hash, sr, 0);
   return PP_OK;
 }
 
