@@ -143,14 +143,20 @@ static void known_optimum(void) {
   cm_model_destroy(cm);
 }
 
-static void determinism(void) {
+/* The cost model of a preset model on a preset cluster of `gpus` GPUs. */
+static cm_model *preset_cm(const char *model, const char *cluster, int gpus) {
   spec_model m;
   spec_cluster c;
   pp_err err = {0};
   cm_model *cm = NULL;
-  CHECK(spec_model_load("gpt3-13b", &m, &err) == PP_OK);
-  CHECK(spec_cluster_load("dgx-h100", 64, &c, &err) == PP_OK);
+  CHECK(spec_model_load(model, &m, &err) == PP_OK);
+  CHECK(spec_cluster_load(cluster, gpus, &c, &err) == PP_OK);
   CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  return cm;
+}
+
+static void determinism(void) {
+  cm_model *cm = preset_cm("gpt3-13b", "dgx-h100", 64);
   search_result a, b;
   CHECK(run(cm, SEARCH_EXHAUSTIVE, 512, NULL, 1, 0, &a) == PP_OK);
   CHECK(run(cm, SEARCH_EXHAUSTIVE, 512, NULL, 2, 0, &b) == PP_OK);
@@ -168,13 +174,7 @@ static void determinism(void) {
 }
 
 static void megatron(void) {
-  spec_model m;
-  spec_cluster c;
-  pp_err err = {0};
-  cm_model *cm = NULL;
-  CHECK(spec_model_load("gpt3-175b", &m, &err) == PP_OK);
-  CHECK(spec_cluster_load("dgx-h100", 1024, &c, &err) == PP_OK);
-  CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  cm_model *cm = preset_cm("gpt3-175b", "dgx-h100", 1024);
   search_result r, x;
   CHECK(run(cm, SEARCH_MEGATRON, 1536, NULL, 1, 0, &r) == PP_OK);
   CHECK(r.ntop > 0);
@@ -187,7 +187,8 @@ static void megatron(void) {
     q.pp = p->pp / 2, q.dp = 1024 / (8 * q.pp), q.vpp = 1, q.schedule = SPEC_SCHED_1F1B;
     q.mbs = 1, q.recompute = SPEC_RECOMPUTE_FULL;
     cm_result rq;
-    if (!spec_plan_validate(&q, &m, &c, &err)) {
+    pp_err err = {0};
+    if (!spec_plan_validate(&q, cm_model_spec(cm), cm_model_cluster(cm), &err)) {
       CHECK(cm_eval(cm, &q, &rq, &err) == PP_OK);
       CHECK(!rq.feasible);
     }
@@ -327,14 +328,9 @@ static void stage_price(cm_model *cm, const cm_stage_cfg *g, int d, int S, doubl
 }
 
 static void torus_period(void) {
-  spec_model m;
-  spec_cluster c;
-  pp_err err = {0};
-  cm_model *cm = NULL;
-  CHECK(spec_model_load("gpt3-39b", &m, &err) == PP_OK);
-  CHECK(spec_cluster_load("tpu-v4-torus", 4096, &c, &err) == PP_OK);
-  CHECK(c.network.dims[0] * c.network.dims[1] == 256);
-  CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  cm_model *cm = preset_cm("gpt3-39b", "tpu-v4-torus", 4096);
+  const spec_cluster *c = cm_model_cluster(cm);
+  CHECK(c->network.dims[0] * c->network.dims[1] == 256);
   static const int sizes[] = {4, 64, 256, 1024}, offs[] = {0, 4, 60, 128}, tps[] = {1, 4, 16};
   int compared = 0, differs = 0;
   for (int a = 0; a < 4; a++)
@@ -363,13 +359,8 @@ static void torus_period(void) {
 }
 
 static void time_limit_torus(void) {
-  spec_model m;
-  spec_cluster c;
+  cm_model *cm = preset_cm("gpt3-39b", "tpu-v4-torus", 4096);
   pp_err err = {0};
-  cm_model *cm = NULL;
-  CHECK(spec_model_load("gpt3-39b", &m, &err) == PP_OK);
-  CHECK(spec_cluster_load("tpu-v4-torus", 4096, &c, &err) == PP_OK);
-  CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
   search_opts o;
   search_opts_default(SEARCH_GLOBAL, 1536, &o);
   o.threads = 2, o.top = 3, o.time_limit_s = 2;
