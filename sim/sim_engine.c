@@ -510,7 +510,7 @@ int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_r
   wait4(pid, &st, 0, &ru);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (late) {
-    rc = pp_err_set(err, PP_TIMEOUT, "sim: stopped after %g s of wall time (its time limit)",
+    rc = pp_err_set(err, PP_LIMIT, "sim: stopped after %g s of wall time (its time limit)",
                     limit_s);
     free(ends), free(kinds), free(ev);
     goto done;
@@ -610,7 +610,12 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   const spec_model *m = cm_model_spec(cm);
   sim__world w;
   int rc = world_init(&w, cm, o->fidelity, cm_model_cluster(cm)->gpus, err);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double start = t0.tv_sec + t0.tv_nsec * 1e-9;
   if (!rc) {
+    w.max_ops = o->max_ops > 0 ? o->max_ops : SIM_MAX_OPS;
+    w.deadline = o->time_limit_s > 0 ? start + o->time_limit_s : 0;
     w.want_events = o->events;
     w.per_layer = o->per_layer || o->fidelity == SIM_STEP;
     w.all_flows = o->all_flows;
@@ -619,7 +624,16 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   if (!rc && !has_work(&w))
     rc = pp_err_set(err, PP_INPUT, "sim: the plan lowers to no work on model %s (no compute, no transfer)",
                     m->name);
-  if (!rc) rc = sim__in_child(&w, o->platform_out, o->time_limit_s, out, err);
+  double left = 0; /* what the lowering left of the time limit */
+  if (!rc && o->time_limit_s > 0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    left = w.deadline - (t1.tv_sec + t1.tv_nsec * 1e-9);
+    if (left <= 0)
+      rc = pp_err_set(err, PP_LIMIT, "sim: stopped after %g s of wall time (its time limit)",
+                      o->time_limit_s);
+  }
+  if (!rc) rc = sim__in_child(&w, o->platform_out, left, out, err);
   sim__world_free(&w);
   return rc;
 }

@@ -140,6 +140,10 @@ typedef struct sim__world {
   int per_layer;      /* sim_opts.per_layer (always 1 at SIM_STEP) */
   int want_events;
   int all_flows;      /* sim_opts.all_flows */
+  long long nops;     /* operations lowered so far, all programs */
+  long long max_ops;  /* more: PP_LIMIT (the programs would not fit in memory) */
+#define SIM_MAX_OPS 50000000LL /* about 4 GiB of sim__op */
+  double deadline;    /* CLOCK_MONOTONIC seconds the lowering must end by (0: none) */
   /* filled by the run */
   sim_event *events;
   size_t nevents, capevents;
@@ -196,7 +200,7 @@ int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 /* Runs fn(w, arg) in a child process with SimGrid set up on the platform of w; the child
  * writes results back through `out_size` bytes of *out (and the events). */
 /* Runs the world in a child process (SimGrid's state dies with it); limit_s > 0: the child is
- * killed after that many seconds and PP_TIMEOUT returned. */
+ * killed after that many seconds and PP_LIMIT returned. */
 int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_result *res,
                   pp_err *err);
 

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim_int.h"
 
@@ -325,8 +326,24 @@ typedef struct lower {
 /* Helper-actor slots (sim__op.slot). */
 enum { SLOT_DP, SLOT_ZERO3, SLOT_LAYER };
 
+/* Seconds on the monotonic clock. */
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 static void emit(lower *L, int gpu, sim__op op) {
-  if (!L->rc) L->rc = sim__op_push(&L->w->prog[gpu], &op, L->err);
+  if (L->rc) return;
+  L->rc = sim__op_push(&L->w->prog[gpu], &op, L->err);
+  sim__world *w = L->w;
+  if (!L->rc && ++w->nops > w->max_ops && w->max_ops > 0)
+    L->rc = pp_err_set(L->err, PP_LIMIT,
+                       "sim: the plan lowers to more than %lld operations (about %.0f GiB): too "
+                       "large to simulate", w->max_ops,
+                       (double)w->max_ops * sizeof op / (1024.0 * 1024 * 1024));
+  else if (!L->rc && w->deadline > 0 && (w->nops & 0xffff) == 0 && mono_s() > w->deadline)
+    L->rc = pp_err_set(L->err, PP_LIMIT, "sim: stopped while lowering the plan (its time limit)");
 }
 
 static void emit_sleep(lower *L, int gpu, double t, sim_ev_kind ev) {

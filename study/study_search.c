@@ -219,7 +219,7 @@ static int simulate_one(const study_search_req *q, const spec_plan *p, sim_resul
   const sim_memo *e = memo_find(q->cache, hash);
   memset(sr, 0, sizeof *sr);
   if (e && e->stopped)
-    return pp_err_set(err, PP_TIMEOUT, "sim: stopped before, after %g s", q->sim_time_limit_s);
+    return pp_err_set(err, PP_LIMIT, "sim: stopped before, after %g s", q->sim_time_limit_s);
   if (e) {
     sr->iter_time_s = e->iter_time_s, sr->sim_wall_s = e->sim_wall_s;
     sr->messages = e->messages, sr->t = e->t;
@@ -227,7 +227,7 @@ static int simulate_one(const study_search_req *q, const spec_plan *p, sim_resul
   }
   sim_opts so = {.fidelity = SIM_FAST, .time_limit_s = q->sim_time_limit_s};
   if (sim_run(q->cm, p, &so, sr, err)) {
-    if (err->code == PP_TIMEOUT) memo_add(q->cache, hash, sr, 1);
+    if (err->code == PP_LIMIT) memo_add(q->cache, hash, sr, 1);
     return err->code;
   }
   memo_add(q->cache, hash, sr, 0);
@@ -253,7 +253,7 @@ static int simulate_top(const study_search_req *q, store *st, study_search_out *
     search_entry *e = &r->top[i];
     sim_result sr;
     int src = simulate_one(q, &e->plan, &sr, err);
-    if (src == PP_TIMEOUT) {
+    if (src == PP_LIMIT) {
       sim_result_clear(&sr);
       pp_err_clear(err);
       out->sim_stopped++;

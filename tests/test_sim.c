@@ -3,7 +3,8 @@
  * out like a uniform one simulates like it; collective jobs that move nothing are refused;
  * `podplan simulate` with a bad trace or platform path, fidelity or cluster file fails in one
  * line with exit status 2, and a good run writes a Perfetto trace, the platform XML and its
- * score. The collectives themselves (fast against step, hand-computed contention) are tested
+ * score; a plan lowering to more operations than sim_opts.max_ops (100) and a time limit of
+ * 0.1 ms are refused with PP_LIMIT. The collectives themselves (fast against step, hand-computed contention) are tested
  * in test_sim_coll.c. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -171,6 +172,14 @@ static void nonuniform(void) {
   CHECK_NEAR(rn.iter_time_s, ru.iter_time_s, 1e-3);
   CHECK(ru.iter_time_s > 0);
   sim_result_clear(&ru), sim_result_clear(&rn);
+  /* the limits: a program larger than max_ops, a time limit shorter than a run */
+  sim_opts small = {.fidelity = SIM_FAST, .max_ops = 100}, brief = {.time_limit_s = 1e-4};
+  CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
+  CHECK_EQ(sim_run(cm, &u, &small, &ru, &err), PP_LIMIT);
+  CHECK_CONTAINS(err.msg, "more than 100 operations");
+  CHECK_EQ(sim_run(cm, &u, &brief, &ru, &err), PP_LIMIT);
+  CHECK_CONTAINS(err.msg, "time limit");
+  cm_model_destroy(cm);
   spec_plan_clear(&u), spec_plan_clear(&n);
 }
 

@@ -21,7 +21,7 @@
   X(BUSY, 1, "database is locked")                                         \
   X(DEVICE, 1, "device error")                                             \
   X(INTERNAL, 1, "internal error")                                         \
-  X(TIMEOUT, 1, "time limit reached")
+  X(LIMIT, 1, "a time or size limit was reached")
 
 typedef enum {
 #define PP__ENUM(name, status, msg) PP_##name,

@@ -37,7 +37,9 @@ typedef struct sim_opts {
                                runs without them, with the same times (sim_coll.c; the two
                                agree in tests/test_sim_plan.c) */
   double time_limit_s;      /* > 0: stop the simulation after this many seconds of wall time
-                               (PP_TIMEOUT, nothing returned); 0: none */
+                               (PP_LIMIT, nothing returned); 0: none */
+  long long max_ops;        /* > 0: refuse (PP_LIMIT) a plan lowering to more operations than
+                               this; 0: 50 million (about 4 GiB of programs) */
 } sim_opts;
 
 /* What one GPU did, for traces. */
