@@ -899,11 +899,16 @@ static int two_level_unit(search__unit *u, pp_err *err) {
 }
 
 /* A bound that needs no stage types: no plan computes the model's FLOPs faster than every GPU
- * at its peak, iter >= model FLOPs / (N peak) = iter x MFU of any plan (the cost model prices
- * every FLOP at an efficiency of at most 1). The uniform part's best plan supplies it; without
- * one, only the trivial bound (a positive epsilon, so that the run's bound stays honest). */
-static double compute_bound(const gl_state *s) {
-  if (s->utop.n && s->utop.e[0].cm.mfu > 0) return s->utop.e[0].cm.iter_time_s * s->utop.e[0].cm.mfu;
+ * at its highest peak (fp8 where the GPU has it, whatever the dtype: the cost model prices every
+ * FLOP at an efficiency of at most 1 of its dtype's peak), iter >= model FLOPs / (N peak); the
+ * model FLOPs per iteration are the same for every plan (cm_result.model_flops of the uniform
+ * part's best). Without such a plan only the trivial bound (a positive epsilon, so that the
+ * run's bound stays honest). */
+static double compute_bound(const search__run *run, const gl_state *s) {
+  const spec_gpu *g = &run->c.gpu;
+  double peak = 1e12 * (g->fp8_tflops > g->bf16_tflops ? g->fp8_tflops : g->bf16_tflops);
+  if (s->utop.n && s->utop.e[0].cm.model_flops > 0 && peak > 0)
+    return s->utop.e[0].cm.model_flops / (run->c.gpus * peak);
   return 1e-12;
 }
 
@@ -931,7 +936,7 @@ static int gl_unit(search__unit *u, pp_err *err) {
   int expired = 0;
   int rc = build_types(u, g.samples, g.sp, g.zero, &g.T, &expired, err);
   if (!rc && expired) { /* out of time before every stage type was priced */
-    u->bound_s = compute_bound(s);
+    u->bound_s = compute_bound(u->run, s);
     u->complete = 0;
   } else if (!rc)
     rc = bnb(&g, err);
