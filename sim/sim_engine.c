@@ -398,9 +398,7 @@ static void log_reason(int fd, char *out, size_t cap) {
 static int wait_readable(int fd, double deadline) {
   if (deadline <= 0) return 0;
   for (;;) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double left = deadline - (now.tv_sec + now.tv_nsec * 1e-9);
+    double left = deadline - sim__mono_s();
     if (left <= 0) return 1;
     struct pollfd p = {fd, POLLIN, 0};
     int k = poll(&p, 1, left > 1e6 ? 1000000000 : (int)(left * 1000) + 1);
@@ -409,7 +407,7 @@ static int wait_readable(int fd, double deadline) {
   }
 }
 
-int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_result *res,
+int sim__in_child(sim__world *w, const char *platform_out, double deadline, sim_result *res,
                   pp_err *err) {
   /* the platform, with the routes of this run */
   char tmp[] = "/tmp/podplan-platform-XXXXXX";
@@ -489,7 +487,6 @@ int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_r
   char loaded = 0;
   double *ends = malloc((size_t)w->ngpu * sizeof *ends);
   double(*kinds)[SIM_NEVKINDS] = malloc((size_t)w->ngpu * sizeof *kinds);
-  double deadline = limit_s > 0 ? t0.tv_sec + t0.tv_nsec * 1e-9 + limit_s : 0;
   int late = wait_readable(fds[0], deadline);
   int got = !late && read_all(fds[0], &loaded, 1) == 0 && loaded == 'L';
   if (got) late = wait_readable(fds[0], deadline);
@@ -510,8 +507,8 @@ int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_r
   wait4(pid, &st, 0, &ru);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (late) {
-    rc = pp_err_set(err, PP_LIMIT, "sim: stopped after %g s of wall time (its time limit)",
-                    limit_s);
+    rc = pp_err_set(err, PP_LIMIT, "sim: stopped at its time limit (%.3g s of the run)",
+                    (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
     free(ends), free(kinds), free(ev);
     goto done;
   }
@@ -610,12 +607,9 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   const spec_model *m = cm_model_spec(cm);
   sim__world w;
   int rc = world_init(&w, cm, o->fidelity, cm_model_cluster(cm)->gpus, err);
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  double start = t0.tv_sec + t0.tv_nsec * 1e-9;
   if (!rc) {
     w.max_ops = o->max_ops > 0 ? o->max_ops : SIM_MAX_OPS;
-    w.deadline = o->time_limit_s > 0 ? start + o->time_limit_s : 0;
+    w.deadline = o->time_limit_s > 0 ? sim__mono_s() + o->time_limit_s : 0;
     w.want_events = o->events;
     w.per_layer = o->per_layer || o->fidelity == SIM_STEP;
     w.all_flows = o->all_flows;
@@ -624,16 +618,7 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   if (!rc && !has_work(&w))
     rc = pp_err_set(err, PP_INPUT, "sim: the plan lowers to no work on model %s (no compute, no transfer)",
                     m->name);
-  double left = 0; /* what the lowering left of the time limit */
-  if (!rc && o->time_limit_s > 0) {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    left = w.deadline - (t1.tv_sec + t1.tv_nsec * 1e-9);
-    if (left <= 0)
-      rc = pp_err_set(err, PP_LIMIT, "sim: stopped after %g s of wall time (its time limit)",
-                      o->time_limit_s);
-  }
-  if (!rc) rc = sim__in_child(&w, o->platform_out, left, out, err);
+  if (!rc) rc = sim__in_child(&w, o->platform_out, w.deadline, out, err);
   sim__world_free(&w);
   return rc;
 }

@@ -199,9 +199,11 @@ int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 
 /* Runs fn(w, arg) in a child process with SimGrid set up on the platform of w; the child
  * writes results back through `out_size` bytes of *out (and the events). */
-/* Runs the world in a child process (SimGrid's state dies with it); limit_s > 0: the child is
- * killed after that many seconds and PP_LIMIT returned. */
-int sim__in_child(sim__world *w, const char *platform_out, double limit_s, sim_result *res,
+/* Seconds on the monotonic clock (the time limits' deadlines). */
+double sim__mono_s(void);
+/* Runs the world in a child process (SimGrid's state dies with it); deadline > 0 (sim__mono_s
+ * seconds): the child is killed when it passes and PP_LIMIT returned. */
+int sim__in_child(sim__world *w, const char *platform_out, double deadline, sim_result *res,
                   pp_err *err);
 
 #endif

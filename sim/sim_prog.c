@@ -326,8 +326,7 @@ typedef struct lower {
 /* Helper-actor slots (sim__op.slot). */
 enum { SLOT_DP, SLOT_ZERO3, SLOT_LAYER };
 
-/* Seconds on the monotonic clock. */
-static double mono_s(void) {
+double sim__mono_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
@@ -342,7 +341,7 @@ static void emit(lower *L, int gpu, sim__op op) {
                        "sim: the plan lowers to more than %lld operations (about %.0f GiB): too "
                        "large to simulate", w->max_ops,
                        (double)w->max_ops * sizeof op / (1024.0 * 1024 * 1024));
-  else if (!L->rc && w->deadline > 0 && (w->nops & 0xffff) == 0 && mono_s() > w->deadline)
+  else if (!L->rc && w->deadline > 0 && (w->nops & 0xffff) == 0 && sim__mono_s() > w->deadline)
     L->rc = pp_err_set(L->err, PP_LIMIT, "sim: stopped while lowering the plan (its time limit)");
 }
 

@@ -345,11 +345,18 @@ static void case_key(const study_pillar_opts *o, const study__pcase *k, study__p
     snprintf(buf + w, n - (size_t)w, ";sim_time_limit=%.17g", o->sim_time_limit_s);
 }
 
+/* The options' simulation defaults: the best K simulated (3; --quick: 1), on cases of at most
+ * this many GPUs (1024; 0: every case). */
+static int sim_k(const study_pillar_opts *o) {
+  return o->simulate >= 0 ? o->simulate : o->quick ? 1 : 3;
+}
+static int sim_max(const study_pillar_opts *o) {
+  return o->sim_max_gpus < 0 ? 1024 : o->sim_max_gpus;
+}
+
 /* The plans of each method the simulator re-scores on case k. */
 static int sim_count(const study_pillar_opts *o, const study__pcase *k) {
-  int max = o->sim_max_gpus < 0 ? 1024 : o->sim_max_gpus;
-  if (max > 0 && k->gpus > max) return 0;
-  return o->simulate >= 0 ? o->simulate : o->quick ? 1 : 3;
+  return sim_max(o) > 0 && k->gpus > sim_max(o) ? 0 : sim_k(o);
 }
 
 /* Searches one method on a case through the funnel and fills r (rank 0). */
@@ -506,8 +513,7 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
   sum->wall_s = now_s() - x.t0;
   if (!rc && x.rank0) {
     study__pillar_run run = {cases, n, sum->wall_s, o->quick, o->db, o->gap,
-                             o->simulate >= 0 ? o->simulate : o->quick ? 1 : 3,
-                             o->sim_max_gpus < 0 ? 1024 : o->sim_max_gpus, o->sim_time_limit_s};
+                             sim_k(o), sim_max(o), o->sim_time_limit_s};
     rc = study__pillar_write(&run, o->out_dir, o->out ? o->out : stdout, &sum->plots, err);
     for (int i = 0; i < n; i++) {
       const study__pcase *k = &cases[i];
