@@ -418,14 +418,87 @@ typedef struct nvls_inst {
   int step;
 } nvls_inst;
 
+/* A relay: the node's NVLink switch (or the domain's) reducing one NVLS collective at a time.
+ * Relays are kept for the whole run (sim__nvls): creating an actor per collective (a stack, a
+ * context) cost a fifth of a run's wall time. A relay waits on `work` for an instance; a
+ * member that finds every relay of its node busy starts another one, as the old one-shot
+ * relays ran side by side. The last GPU actor to end stops them (sim__nvls_quit). */
 typedef struct relay {
   sim__world *w;
   int gi, host;
   int n;         /* members (node relay) or node relays (domain relay) */
   int *who;      /* member indices (node relay) or node relay hosts (domain relay) */
   int dom;       /* node relay: the domain relay's host, -1 without one */
+  int is_dom;    /* 1: the domain relay */
+  sg_mailbox_t up, down, done; /* node relay: du, dd, dz of its host */
+  sg_mailbox_t *dup, *ddown, *ddone; /* domain relay: [j] du, dd, dz of node relay who[j] */
   nvls_inst in;
+  sg_sem_t work;
+  int busy, quit;
+  struct relay *next; /* the other relays of its pool */
 } relay;
+
+/* A group's NVLS state in the run: its members' mailboxes, its relays' pools. */
+typedef struct sim__nvls {
+  sg_mailbox_t *nu, *nd, *nz; /* [member] */
+  relay **node;               /* [member]: the pool of the node whose first member it is */
+  relay *dom;                 /* the domain relays' pool */
+} sim__nvls;
+
+static sim__nvls *nvls_of(sim__group *g, int gi) {
+  if (!g->nvls) {
+    sim__nvls *v = calloc(1, sizeof *v);
+    if (!v) abort(); /* the child reports a crash as a failed run */
+    v->nu = malloc((size_t)g->n * sizeof *v->nu);
+    v->nd = malloc((size_t)g->n * sizeof *v->nd);
+    v->nz = malloc((size_t)g->n * sizeof *v->nz);
+    v->node = calloc((size_t)g->n, sizeof *v->node);
+    if (!v->nu || !v->nd || !v->nz || !v->node) abort();
+    for (int m = 0; m < g->n; m++) {
+      v->nu[m] = mbox("nu%d.%d", gi, m);
+      v->nd[m] = mbox("nd%d.%d", gi, m);
+      v->nz[m] = mbox("nz%d.%d", gi, m);
+    }
+    g->nvls = v;
+  }
+  return g->nvls;
+}
+
+static void relay_free(relay *R) {
+  while (R) {
+    relay *nx = R->next;
+    sg_sem_destroy(R->work);
+    free(R->who), free(R->dup), free(R->ddown), free(R->ddone), free(R);
+    R = nx;
+  }
+}
+
+static void relay_quit(relay *R) {
+  for (; R; R = R->next) {
+    R->quit = 1;
+    sg_sem_release(R->work);
+  }
+}
+
+void sim__nvls_quit(sim__world *w) {
+  for (int i = 0; i < w->ngroups; i++) {
+    sim__nvls *v = w->groups[i].nvls;
+    if (!v) continue;
+    for (int m = 0; m < w->groups[i].n; m++) relay_quit(v->node[m]);
+    relay_quit(v->dom);
+  }
+}
+
+void sim__nvls_done(sim__world *w) {
+  for (int i = 0; i < w->ngroups; i++) {
+    sim__nvls *v = w->groups[i].nvls;
+    if (!v) continue;
+    for (int m = 0; m < w->groups[i].n; m++) relay_free(v->node[m]);
+    relay_free(v->dom);
+    free(v->nu), free(v->nd), free(v->nz), free(v->node), free(v);
+    w->groups[i].nvls = NULL;
+  }
+}
 
 /* The placement NVLS is priced on: the group's, with the GPUs' NVLink level marked crossed
  * (cm_topo.c leaves it out for a group with one GPU per node, and cm_coll.c then refuses NVLS,
@@ -477,121 +550,169 @@ static int at(const nvls_inst *in, int r, int lag) {
   return k >= 0 && k < in->chunks ? k : -1;
 }
 
-static void node_relay(int argc, char **argv) {
-  (void)argc, (void)argv;
-  relay *R = sg_actor_self_get_data();
+/* One collective at a node relay. */
+static void node_relay_run(relay *R, sg_comm_t *c) {
   sim__world *w = R->w;
   const sim__group *g = &w->groups[R->gi];
+  const sim__nvls *v = g->nvls;
   const nvls_inst *in = &R->in;
-  int gi = R->gi, n = R->n, two = R->dom >= 0;
-  sg_comm_t *c = malloc((size_t)(3 * n + 4) * sizeof *c);
+  int n = R->n, two = R->dom >= 0;
   void *data;
   if (in->step) {
     for (int r = 0; r < in->chunks + in->depth - 1; r++) {
       size_t k = 0;
       for (int j = 0; j < n && at(in, r, 0) >= 0; j++)
-        c[k++] = sg_mailbox_get_async(mbox("nu%d.%d", gi, R->who[j]), &data);
+        c[k++] = sg_mailbox_get_async(v->nu[R->who[j]], &data);
       for (int j = 0; j < n && at(in, r, in->depth - 1) >= 0; j++)
-        c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], mbox("nd%d.%d", gi, R->who[j]),
+        c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], v->nd[R->who[j]],
                           in->port / in->chunks);
       if (two && at(in, r, 1) >= 0)
-        c[k++] = sim__put(w, R->host, R->dom, mbox("du%d.%d", gi, R->host),
-                          in->upl / in->chunks);
-      if (two && at(in, r, 2) >= 0)
-        c[k++] = sg_mailbox_get_async(mbox("dd%d.%d", gi, R->host), &data);
+        c[k++] = sim__put(w, R->host, R->dom, R->up, in->upl / in->chunks);
+      if (two && at(in, r, 2) >= 0) c[k++] = sg_mailbox_get_async(R->down, &data);
       wait_all(c, k);
     }
   } else {
     /* inputs first: the members' streams and the domain's word that all of its arrived */
     size_t k = 0, nin;
-    for (int j = 0; j < n; j++)
-      c[k++] = sg_mailbox_get_async(mbox("nu%d.%d", gi, R->who[j]), &data);
-    if (two) c[k++] = sg_mailbox_get_async(mbox("dz%d.%d", gi, R->host), &data);
+    for (int j = 0; j < n; j++) c[k++] = sg_mailbox_get_async(v->nu[R->who[j]], &data);
+    if (two) c[k++] = sg_mailbox_get_async(R->done, &data);
     nin = k;
     for (int j = 0; j < n; j++)
-      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], mbox("nd%d.%d", gi, R->who[j]),
-                        in->port);
+      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], v->nd[R->who[j]], in->port);
     if (two) {
-      c[k++] = sim__put(w, R->host, R->dom, mbox("du%d.%d", gi, R->host), in->upl);
-      c[k++] = sg_mailbox_get_async(mbox("dd%d.%d", gi, R->host), &data);
+      c[k++] = sim__put(w, R->host, R->dom, R->up, in->upl);
+      c[k++] = sg_mailbox_get_async(R->down, &data);
     }
     wait_all(c, nin);
     for (int j = 0; j < n; j++)
-      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], mbox("nz%d.%d", gi, R->who[j]), 1);
+      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], v->nz[R->who[j]], 1);
     wait_all(c + nin, k - nin);
   }
-  free(c);
-  free(R->who);
-  free(R);
 }
 
-static void dom_relay(int argc, char **argv) {
-  (void)argc, (void)argv;
-  relay *R = sg_actor_self_get_data();
+/* One collective at a domain relay. */
+static void dom_relay_run(relay *R, sg_comm_t *c) {
   sim__world *w = R->w;
   const nvls_inst *in = &R->in;
-  int gi = R->gi, n = R->n;
-  sg_comm_t *c = malloc((size_t)(3 * n + 1) * sizeof *c);
+  int n = R->n;
   void *data;
   if (in->step) {
     for (int r = 1; r < in->chunks + 2; r++) {
       size_t k = 0;
       for (int j = 0; j < n && at(in, r, 1) >= 0; j++)
-        c[k++] = sg_mailbox_get_async(mbox("du%d.%d", gi, R->who[j]), &data);
+        c[k++] = sg_mailbox_get_async(R->dup[j], &data);
       for (int j = 0; j < n && at(in, r, 2) >= 0; j++)
-        c[k++] = sim__put(w, R->host, R->who[j], mbox("dd%d.%d", gi, R->who[j]),
-                          in->upl / in->chunks);
+        c[k++] = sim__put(w, R->host, R->who[j], R->ddown[j], in->upl / in->chunks);
       wait_all(c, k);
     }
   } else {
     size_t k = 0;
-    for (int j = 0; j < n; j++)
-      c[k++] = sg_mailbox_get_async(mbox("du%d.%d", gi, R->who[j]), &data);
-    for (int j = 0; j < n; j++)
-      c[k++] = sim__put(w, R->host, R->who[j], mbox("dd%d.%d", gi, R->who[j]), in->upl);
+    for (int j = 0; j < n; j++) c[k++] = sg_mailbox_get_async(R->dup[j], &data);
+    for (int j = 0; j < n; j++) c[k++] = sim__put(w, R->host, R->who[j], R->ddown[j], in->upl);
     wait_all(c, (size_t)n);
-    for (int j = 0; j < n; j++)
-      c[k++] = sim__put(w, R->host, R->who[j], mbox("dz%d.%d", gi, R->who[j]), 1);
+    for (int j = 0; j < n; j++) c[k++] = sim__put(w, R->host, R->who[j], R->ddone[j], 1);
     wait_all(c + n, k - n);
   }
-  free(c);
-  free(R->who);
-  free(R);
 }
 
-static void relay_start(relay *R, void (*fn)(int, char **)) {
+static void relay_main(int argc, char **argv) {
+  (void)argc, (void)argv;
+  relay *R = sg_actor_self_get_data();
+  sg_comm_t *c = malloc((size_t)(3 * R->n + 4) * sizeof *c);
+  if (!c) abort();
+  for (;;) {
+    sg_sem_acquire(R->work);
+    if (R->quit) break;
+    if (R->is_dom) dom_relay_run(R, c);
+    else node_relay_run(R, c);
+    R->busy = 0;
+  }
+  free(c);
+}
+
+/* An idle relay of the pool at *pool, or a new one made by mk (its members and mailboxes). */
+static relay *relay_get(relay **pool, sim__world *w, int gi, int host,
+                        relay *(*mk)(sim__world *, int, int)) {
+  relay *R = *pool;
+  while (R && R->busy) R = R->next;
+  if (R) return R;
+  R = mk(w, gi, host);
+  R->work = sg_sem_init(0);
+  R->next = *pool;
+  *pool = R;
   char hn[48];
-  sim__host_name(&R->w->topo, R->host, hn, sizeof hn);
+  sim__host_name(&w->topo, host, hn, sizeof hn);
   sg_actor_t a = sg_actor_init("nvls", sg_host_by_name(hn));
   sg_actor_set_data(a, R);
-  sg_actor_start_(a, fn, 0, NULL);
+  sg_actor_start_(a, relay_main, 0, NULL);
+  return R;
+}
+
+/* A node relay of group gi at NVLink switch `host`: the members on it. */
+static relay *mk_node(sim__world *w, int gi, int host) {
+  const sim__group *g = &w->groups[gi];
+  const sim__topo *t = &w->topo;
+  relay *R = calloc(1, sizeof *R);
+  if (!R || !(R->who = malloc((size_t)g->n * sizeof *R->who))) abort();
+  R->w = w, R->gi = gi, R->host = host;
+  R->dom = -1;
+  for (int i = 0; i < g->n; i++)
+    if (sim__nvs_of(t, g->gpus[i], 0) == host) {
+      if (R->n == 0 && g->relay_dom) R->dom = sim__nvs_of(t, g->gpus[i], 1);
+      R->who[R->n++] = i;
+    }
+  if (R->dom >= 0) {
+    R->up = mbox("du%d.%d", gi, host);
+    R->down = mbox("dd%d.%d", gi, host);
+    R->done = mbox("dz%d.%d", gi, host);
+  }
+  return R;
+}
+
+/* The domain relay of group gi at `host`: the node relays' hosts. */
+static relay *mk_dom(sim__world *w, int gi, int host) {
+  const sim__group *g = &w->groups[gi];
+  const sim__topo *t = &w->topo;
+  relay *R = calloc(1, sizeof *R);
+  if (!R || !(R->who = malloc((size_t)g->n * sizeof *R->who))) abort();
+  R->w = w, R->gi = gi, R->host = host, R->dom = -1, R->is_dom = 1;
+  for (int i = 0; i < g->n; i++) {
+    int h = sim__nvs_of(t, g->gpus[i], 0), seen = 0;
+    for (int j = 0; j < R->n; j++) seen |= R->who[j] == h;
+    if (!seen) R->who[R->n++] = h;
+  }
+  R->dup = malloc((size_t)R->n * sizeof *R->dup);
+  R->ddown = malloc((size_t)R->n * sizeof *R->ddown);
+  R->ddone = malloc((size_t)R->n * sizeof *R->ddone);
+  if (!R->dup || !R->ddown || !R->ddone) abort();
+  for (int j = 0; j < R->n; j++) {
+    R->dup[j] = mbox("du%d.%d", gi, R->who[j]);
+    R->ddown[j] = mbox("dd%d.%d", gi, R->who[j]);
+    R->ddone[j] = mbox("dz%d.%d", gi, R->who[j]);
+  }
+  return R;
+}
+
+/* Hands an instance to a relay. */
+static void relay_go(relay *R, const nvls_inst *in) {
+  R->in = *in;
+  R->busy = 1;
+  sg_sem_release(R->work);
 }
 
 /* The relays of one NVLS all-reduce: its node's, started by the node's first member, and the
- * domain's, started by member 0. Each relay serves one collective and ends. */
+ * domain's, started by member 0. */
 static void relays_for(sim__world *w, int gi, int member, const nvls_inst *in) {
-  const sim__group *g = &w->groups[gi];
+  sim__group *g = &w->groups[gi];
   const sim__topo *t = &w->topo;
-  int n = g->n, host = sim__nvs_of(t, g->gpus[member], 0);
+  int host = sim__nvs_of(t, g->gpus[member], 0);
   for (int i = 0; i < member; i++)
     if (sim__nvs_of(t, g->gpus[i], 0) == host) return; /* not this node's first member */
-  relay *R = calloc(1, sizeof *R);
-  R->w = w, R->gi = gi, R->host = host, R->in = *in;
-  R->dom = g->relay_dom ? sim__nvs_of(t, g->gpus[member], 1) : -1;
-  R->who = malloc((size_t)n * sizeof *R->who);
-  for (int i = 0; i < n; i++)
-    if (sim__nvs_of(t, g->gpus[i], 0) == host) R->who[R->n++] = i;
-  relay_start(R, node_relay);
+  sim__nvls *v = nvls_of(g, gi);
+  relay *R = relay_get(&v->node[member], w, gi, host, mk_node);
+  relay_go(R, in);
   if (member != 0 || !g->relay_dom) return;
-  relay *D = calloc(1, sizeof *D);
-  D->w = w, D->gi = gi, D->host = R->dom, D->in = *in, D->dom = -1;
-  D->who = malloc((size_t)n * sizeof *D->who);
-  for (int i = 0; i < n; i++) {
-    int h = sim__nvs_of(t, g->gpus[i], 0), seen = 0;
-    for (int j = 0; j < D->n; j++) seen |= D->who[j] == h;
-    if (!seen) D->who[D->n++] = h;
-  }
-  relay_start(D, dom_relay);
+  relay_go(relay_get(&v->dom, w, gi, R->dom, mk_dom), in);
 }
 
 int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes) {
@@ -611,22 +732,21 @@ static void coll_nvls(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
     return;
   }
   relays_for(w, gi, member, &in);
+  const sim__nvls *v = nvls_of(&w->groups[gi], gi);
   int me = g->gpus[member], sw = sim__nvs_of(&w->topo, me, 0);
   sg_comm_t cm[3];
   void *data;
   if (in.step) {
     for (int r = 0; r < in.chunks + in.depth - 1; r++) {
       size_t k = 0;
-      if (at(&in, r, 0) >= 0)
-        cm[k++] = sim__put(w, me, sw, mbox("nu%d.%d", gi, member), in.port / in.chunks);
-      if (at(&in, r, in.depth - 1) >= 0)
-        cm[k++] = sg_mailbox_get_async(mbox("nd%d.%d", gi, member), &data);
+      if (at(&in, r, 0) >= 0) cm[k++] = sim__put(w, me, sw, v->nu[member], in.port / in.chunks);
+      if (at(&in, r, in.depth - 1) >= 0) cm[k++] = sg_mailbox_get_async(v->nd[member], &data);
       wait_all(cm, k);
     }
   } else {
-    cm[0] = sim__put(w, me, sw, mbox("nu%d.%d", gi, member), in.port);
-    cm[1] = sg_mailbox_get_async(mbox("nd%d.%d", gi, member), &data);
-    cm[2] = sg_mailbox_get_async(mbox("nz%d.%d", gi, member), &data);
+    cm[0] = sim__put(w, me, sw, v->nu[member], in.port);
+    cm[1] = sg_mailbox_get_async(v->nd[member], &data);
+    cm[2] = sg_mailbox_get_async(v->nz[member], &data);
     wait_all(cm, 3);
   }
   sleep_for(in.lat);

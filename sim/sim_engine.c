@@ -56,8 +56,19 @@ typedef struct gpu_actor {
   p2p_cached p2p[P2P_CACHE];  /* its last pipeline mailboxes (p2p_box()) */
   int p2p_next;
   int skip_a[SIM__SLOTS], skip_b[SIM__SLOTS]; /* ranges given to helpers, further on */
-  sg_actor_t helpers[SIM__SLOTS];
+  struct helper_slot *pool;   /* main actor: its helpers, one per slot (NULL until one is used) */
 } gpu_actor;
+
+/* A helper actor of a GPU, kept for the whole run: each OP_ASYNC hands it a range (`work`),
+ * each OP_JOIN waits for it to finish (`done`). Creating an actor per overlapped collective
+ * (a stack, its guard page, a context) cost a third of a run's wall time. */
+typedef struct helper_slot {
+  sg_actor_t actor;
+  sg_sem_t work, done;
+  gpu_actor *ga; /* the helper's own state (helper = 1) */
+  int busy;      /* a range handed over and not joined yet */
+  int quit;      /* set by the main actor when it ends */
+} helper_slot;
 
 /* Adds t1 - t0 to the GPU's time of kind k (main actor only) and, when a trace is wanted, an
  * event, merged with the actor's previous one when it continues it. */
@@ -83,20 +94,73 @@ static void record(gpu_actor *ga, sim_ev_kind k, double t0, double t1) {
   w->events[w->nevents++] = (sim_event){ga->gpu, k, ga->mb, ga->chunk, t0, t1};
 }
 
-static void gpu_main(int argc, char **argv);
+static void exec_range(gpu_actor *ga, int from, int to);
+static void flush(gpu_actor *ga);
 
-/* Hands ops [o->a, o->b) to a new helper actor in o->slot. */
+/* A pooled helper: runs each range it is handed, then says so. */
+static void helper_main(int argc, char **argv) {
+  (void)argc, (void)argv;
+  helper_slot *hs = sg_actor_self_get_data();
+  for (;;) {
+    sg_sem_acquire(hs->work);
+    if (hs->quit) break;
+    exec_range(hs->ga, hs->ga->a, hs->ga->b);
+    flush(hs->ga);
+    sg_sem_release(hs->done);
+  }
+}
+
+/* Hands ops [o->a, o->b) to the GPU's helper of o->slot, started on its first use. A range is
+ * joined (OP_JOIN) before the slot gets another one (the lowering pairs them). */
 static void start_helper(gpu_actor *ga, const sim__op *o) {
-  gpu_actor *h = malloc(sizeof *h);
-  *h = (gpu_actor){.w = ga->w, .gpu = ga->gpu, .a = o->a, .b = o->b, .helper = 1,
-                   .mb = ga->mb, .chunk = ga->chunk, .last_ev = -1};
-  char name[48];
-  snprintf(name, sizeof name, "h%d.%d", o->slot, ga->gpu);
-  sg_actor_t a = sg_actor_init(name, sg_host_self());
-  sg_actor_set_data(a, h);
-  sg_actor_ref(a);
-  sg_actor_start_(a, gpu_main, 0, NULL);
-  ga->helpers[o->slot] = a;
+  if (!ga->pool) {
+    ga->pool = calloc(SIM__SLOTS, sizeof *ga->pool);
+    if (!ga->pool) abort(); /* the child reports a crash as a failed run */
+  }
+  helper_slot *hs = &ga->pool[o->slot];
+  if (!hs->actor) {
+    hs->ga = malloc(sizeof *hs->ga);
+    if (!hs->ga) abort();
+    hs->work = sg_sem_init(0);
+    hs->done = sg_sem_init(0);
+    char name[48];
+    snprintf(name, sizeof name, "h%d.%d", o->slot, ga->gpu);
+    hs->actor = sg_actor_init(name, sg_host_self());
+    sg_actor_set_data(hs->actor, hs);
+    sg_actor_ref(hs->actor);
+    sg_actor_start_(hs->actor, helper_main, 0, NULL);
+  }
+  *hs->ga = (gpu_actor){.w = ga->w, .gpu = ga->gpu, .a = o->a, .b = o->b, .helper = 1,
+                        .mb = ga->mb, .chunk = ga->chunk, .last_ev = -1};
+  hs->busy = 1;
+  sg_sem_release(hs->work);
+}
+
+/* Waits for the range of helper `slot`, when one is out. */
+static void join_helper(gpu_actor *ga, int slot) {
+  helper_slot *hs = ga->pool ? &ga->pool[slot] : NULL;
+  if (!hs || !hs->busy) return;
+  sg_sem_acquire(hs->done);
+  hs->busy = 0;
+}
+
+/* The main actor's end: its helpers stop (each is idle: every range was joined). */
+static void end_helpers(gpu_actor *ga) {
+  if (!ga->pool) return;
+  for (int s = 0; s < SIM__SLOTS; s++) {
+    helper_slot *hs = &ga->pool[s];
+    if (!hs->actor) continue;
+    join_helper(ga, s);
+    hs->quit = 1;
+    sg_sem_release(hs->work);
+    sg_actor_join(hs->actor, -1);
+    sg_actor_unref(hs->actor);
+    sg_sem_destroy(hs->work);
+    sg_sem_destroy(hs->done);
+    free(hs->ga);
+  }
+  free(ga->pool);
+  ga->pool = NULL;
 }
 
 /* Delays (compute, latencies) are not slept one by one: they add up in ga->pending and are
@@ -183,11 +247,7 @@ static void exec_range(gpu_actor *ga, int from, int to) {
     case SIM__OP_JOIN:
       flush(ga);
       t0 = simgrid_get_clock();
-      if (ga->helpers[o->slot]) {
-        sg_actor_join(ga->helpers[o->slot], -1);
-        sg_actor_unref(ga->helpers[o->slot]);
-        ga->helpers[o->slot] = NULL;
-      }
+      join_helper(ga, o->slot);
       record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
       break;
     case SIM__OP_CALL:
@@ -213,7 +273,9 @@ static void gpu_main(int argc, char **argv) {
   gpu_actor *ga = sg_actor_self_get_data();
   exec_range(ga, ga->a, ga->b);
   flush(ga);
-  if (!ga->helper) ga->w->gpu_end[ga->gpu] = simgrid_get_clock();
+  ga->w->gpu_end[ga->gpu] = simgrid_get_clock();
+  end_helpers(ga);
+  if (--ga->w->live == 0) sim__nvls_quit(ga->w);
   free(ga);
 }
 
@@ -222,6 +284,7 @@ void sim__run_world(sim__world *w) {
   w->sems = malloc((size_t)w->ngpu * SIM__SEMS * sizeof *w->sems);
   if (!w->sems) abort(); /* the child reports a crash as a failed run */
   for (int i = 0; i < w->ngpu * SIM__SEMS; i++) w->sems[i] = sg_sem_init(0);
+  w->live = w->ngpu;
   for (int g = 0; g < w->ngpu; g++) {
     gpu_actor *ga = malloc(sizeof *ga);
     const sim__prog *pg = &w->prog[g];
@@ -234,6 +297,7 @@ void sim__run_world(sim__world *w) {
   }
   simgrid_run();
   sim__private_done(w);
+  sim__nvls_done(w);
   for (int i = 0; i < w->ngpu * SIM__SEMS; i++) sg_sem_destroy(w->sems[i]);
   free(w->sems);
   w->sems = NULL;

@@ -83,6 +83,7 @@ typedef struct sim__group {
   double *spb;       /* [ch * n + m]: seconds per byte of m's flow to its successor */
   int *pred;         /* [ch * n + m]: the member that sends to m in channel ch */
   struct sim__priv *run; /* in the run: its state (sim_coll.c) */
+  struct sim__nvls *nvls; /* in the run: its NVLS mailboxes and relays (sim_coll.c) */
 } sim__group;
 
 typedef enum {
@@ -148,6 +149,7 @@ typedef struct sim__world {
   sim_event *events;
   size_t nevents, capevents;
   long messages;
+  int live;              /* in the run: GPU actors not finished yet */
   double *link_bytes; /* per link: bytes carried up [2 l] and down [2 l + 1] (torus links:
                          [2 l] only), from SimGrid's link-load plugin at the end of the run */
   double end_time;
@@ -181,6 +183,10 @@ void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, dou
 /* After the run: adds the bytes private rings sent to link_bytes ([2 l] UP, [2 l + 1] DOWN),
  * frees their run state. */
 void sim__private_done(sim__world *w);
+/* When the last GPU actor ends: the NVLS relays stop (sim_coll.c). */
+void sim__nvls_quit(sim__world *w);
+/* After the run: frees the groups' NVLS mailboxes and relays (sim_coll.c). */
+void sim__nvls_done(sim__world *w);
 /* The ring flows of an OP_BATCH; returns the seconds until they are done that the caller has
  * to sleep (with the op's delay, which sim_engine.c defers too). */
 double sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes);
