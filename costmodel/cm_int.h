@@ -11,6 +11,7 @@
 /* Caches shared by evaluations of one model (direct-mapped; a miss recomputes). */
 #define CM__COLL_CACHE 4096
 #define CM__LAYER_CACHE 1024
+#define CM__PLACE_CACHE 256
 typedef struct cm__coll_entry {
   unsigned long long pl_key; /* 0 = empty */
   double bytes;
@@ -66,9 +67,16 @@ typedef struct cm__layer_entry {
   double emb_f, emb_b, emb_mem, head_f, head_b, head_mem;
 } cm__layer_entry;
 
+/* A placement of cm_place_group, by its key (n, stride); key 0: empty. */
+typedef struct cm__place_entry {
+  unsigned long long key;
+  cm_place pl;
+} cm__place_entry;
+
 struct cm__cache {
   cm__coll_entry coll[CM__COLL_CACHE];
   cm__layer_entry layer[CM__LAYER_CACHE];
+  cm__place_entry place[CM__PLACE_CACHE];
 };
 
 /* The degrees a stage runs with, and where its groups sit. */

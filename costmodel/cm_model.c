@@ -815,15 +815,25 @@ double cm_stage_p2p(const cm_model *cm, const int *a, int na, int tp_a, const in
 /* What a rank adds after its last backward: the gradient reduction (red) not hidden by the
  * backward it overlaps with (its own and, as `slack`, the later-finishing ranks'), the
  * distributed optimizer's gather (gat) when not overlapped, and the optimizer step. */
-static void rank_tail(const cm_model *cm, const rank_cost *r, int zero, double red, double gat,
-                      double slack, double *dp_exp, double *opt) {
+static double rank_dp_exposed(const cm_model *cm, const rank_cost *r, int zero, double red,
+                              double gat, double slack) {
   if (zero >= 3) red = gat = 0; /* already paid per microbatch */
   double hide = slack + (cm->p.overlap_grad_reduce ? r->bwd : 0);
-  *dp_exp = fmax(0, red - hide) + (cm->p.overlap_param_gather ? 0 : gat);
-  /* Adam on fp32 master weights: read weight, grad, m, v; write weight, m, v, bf16 copy */
+  return fmax(0, red - hide) + (cm->p.overlap_param_gather ? 0 : gat);
+}
+
+/* The optimizer step: Adam on fp32 master weights (read weight, grad, m, v; write weight, m,
+ * v, bf16 copy) of the rank's shard. */
+static double rank_optimizer(const cm_model *cm, const rank_cost *r, int zero) {
   double D = (double)r->co->cfg.dp * r->co->cfg.cp, E = D / r->co->cfg.ep;
   double shard = zero >= 1 ? r->params / D + r->expert_params / E : r->params + r->expert_params;
-  *opt = cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * shard);
+  return cm__mem_time(cm, CM_ADAM_BYTES_PER_PARAM * shard);
+}
+
+static void rank_tail(const cm_model *cm, const rank_cost *r, int zero, double red, double gat,
+                      double slack, double *dp_exp, double *opt) {
+  *dp_exp = rank_dp_exposed(cm, r, zero, red, gat, slack);
+  *opt = rank_optimizer(cm, r, zero);
 }
 
 double cm_stage_tail(const cm_model *cm, const cm_stage_coef *s, int layers, int first, int last,
@@ -875,12 +885,20 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
     make_cfg(cm, g, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
     coef_from(cm, g, layer_costs(cm, g), &coef_u);
     spec_plan_stage_layers(p, m, counts);
-    /* a rank's chunks add up linearly: sum its layers, then add the rank once */
+    /* a rank's chunks add up linearly: sum its layers, then add the rank once (ranks of the
+     * same layer count, neither first nor last, are alike: the previous such one is copied) */
+    int like = -1;
     for (int i = 0; i < P; i++) {
       int layers = 0;
       for (int j = i; j < nvs; j += P) layers += counts[j];
+      int first = i == 0, last = (nvs - 1) % P == i;
+      if (!first && !last && like >= 0 && rk[like].layers == layers) {
+        rk[i] = rk[like];
+        continue;
+      }
       rk[i].co = &coef_u;
-      add_chunk(cm, &coef_u, layers, i == 0, (nvs - 1) % P == i, &rk[i]);
+      add_chunk(cm, &coef_u, layers, first, last, &rk[i]);
+      if (!first && !last) like = i;
     }
     cm_place pl;
     cm_place_group(cm, 2, p->tp * p->cp * p->dp, &pl);
@@ -952,26 +970,26 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
    * distinct parameter counts, so the DP collectives are computed once per distinct one */
   struct dp_memo {
     const cm_stage_coef *co;
-    double params, expert, red, gat;
+    double params, expert, red, gat, opt;
   } memo[8];
   int nmemo = 0;
   for (int i = 0; i < P; i++) {
     rank_cost *r = &rk[i];
-    double red = 0, gat = 0;
+    double red = 0, gat = 0, opt;
     int k;
     for (k = 0; k < nmemo; k++)
       if (memo[k].co == r->co && memo[k].params == r->params &&
           memo[k].expert == r->expert_params)
         break;
     if (k < nmemo) {
-      red = memo[k].red, gat = memo[k].gat;
+      red = memo[k].red, gat = memo[k].gat, opt = memo[k].opt;
     } else {
       dp_times(cm, r, zero >= 3 ? 1 : zero, &red, &gat);
+      opt = rank_optimizer(cm, r, zero);
       if (nmemo < 8)
-        memo[nmemo++] = (struct dp_memo){r->co, r->params, r->expert_params, red, gat};
+        memo[nmemo++] = (struct dp_memo){r->co, r->params, r->expert_params, red, gat, opt};
     }
-    double dp_exp, opt;
-    rank_tail(cm, r, zero, red, gat, slack, &dp_exp, &opt);
+    double dp_exp = rank_dp_exposed(cm, r, zero, red, gat, slack);
     if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
     slack += r->bwd;
   }
@@ -979,8 +997,15 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   out->t.optimizer_s = tail_opt;
   out->iter_time_s = pipe + p2p_total + tail;
 
-  /* memory: the fullest rank */
+  /* memory: the fullest rank. Ranks alike but for their activations (the same configuration,
+   * parameters and working set) share everything else: that part is computed once, and a
+   * rank's whole breakdown only where it may be the fullest. */
   double worst = -1;
+  struct mem_memo {
+    const cm_stage_coef *co;
+    double params, expert, layer, other, gather, rest_gib;
+  } mm[8];
+  int nmm = 0;
   for (int i = 0; i < P; i++) {
     const rank_cost *r = &rk[i];
     double inflight;
@@ -994,7 +1019,25 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
       double k = P - i < mb ? P - i : mb;
       inflight = k * r->act_bytes;
     }
+    int k;
+    for (k = 0; k < nmm; k++)
+      if (mm[k].co == r->co && mm[k].params == r->params && mm[k].expert == r->expert_params &&
+          mm[k].layer == r->layer_params && mm[k].other == r->other_bytes &&
+          mm[k].gather == r->zero3_gather)
+        break;
+    double rest;
     cm_memory mem;
+    if (k < nmm) {
+      rest = mm[k].rest_gib;
+    } else {
+      rank_memory(cm, r, zero, 0, &mem);
+      rest = mem.total_gib;
+      if (nmm < 8)
+        mm[nmm++] = (struct mem_memo){r->co, r->params, r->expert_params, r->layer_params,
+                                      r->other_bytes, r->zero3_gather, rest};
+    }
+    /* within rounding of the fullest so far: the breakdown decides, as it always did */
+    if (rest + inflight / CM_GIB < worst - 1e-9) continue;
     rank_memory(cm, r, zero, inflight, &mem);
     if (mem.total_gib > worst) worst = mem.total_gib, out->mem = mem;
   }

@@ -119,10 +119,30 @@ static void torus_fill(const cm_model *cm, cm_place *pl, const int cnt[3]) {
   if (!pl->torus_dims) pl->torus_wrap = 0;
 }
 
+static void place_group(const cm_model *cm, int n, int stride, cm_place *pl);
+
+/* A pure function of (n, stride) for a model: cached (the search places the same few groups
+ * for millions of plans). */
 void cm_place_group(const cm_model *cm, int n, int stride, cm_place *pl) {
+  unsigned long long key =
+      1ull << 63 | (unsigned long long)(unsigned)n << 32 | (unsigned)(stride < 1 ? 1 : stride);
+  cm__place_entry *e = NULL;
+  if (cm->cache) {
+    unsigned long long h = key * 0x9E3779B97F4A7C15ull;
+    e = &cm->cache->place[(h >> 40) % CM__PLACE_CACHE];
+    if (e->key == key) {
+      *pl = e->pl;
+      return;
+    }
+  }
+  place_group(cm, n, stride, pl);
+  pl->key = key;
+  if (e) e->key = key, e->pl = *pl;
+}
+
+static void place_group(const cm_model *cm, int n, int stride, cm_place *pl) {
   memset(pl, 0, sizeof *pl);
   pl->ranks = n;
-  pl->key = 1ull << 63 | (unsigned long long)(unsigned)n << 32 | (unsigned)(stride < 1 ? 1 : stride);
   pl->per_node = pl->per_domain = pl->nodes = pl->domains = pl->sharing = 1;
   if (n <= 1) return;
   if (stride < 1) stride = 1;
