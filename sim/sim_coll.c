@@ -480,21 +480,22 @@ static void relay_quit(relay *R) {
   }
 }
 
-void sim__nvls_quit(sim__world *w) {
+/* fn on every relay pool of the run. */
+static void each_pool(sim__world *w, void (*fn)(relay *)) {
   for (int i = 0; i < w->ngroups; i++) {
     sim__nvls *v = w->groups[i].nvls;
-    if (!v) continue;
-    for (int m = 0; m < w->groups[i].n; m++) relay_quit(v->node[m]);
-    relay_quit(v->dom);
+    for (int m = 0; v && m < w->groups[i].n; m++) fn(v->node[m]);
+    if (v) fn(v->dom);
   }
 }
 
+void sim__nvls_quit(sim__world *w) { each_pool(w, relay_quit); }
+
 void sim__nvls_done(sim__world *w) {
+  each_pool(w, relay_free);
   for (int i = 0; i < w->ngroups; i++) {
     sim__nvls *v = w->groups[i].nvls;
     if (!v) continue;
-    for (int m = 0; m < w->groups[i].n; m++) relay_free(v->node[m]);
-    relay_free(v->dom);
     free(v->nu), free(v->nd), free(v->nz), free(v->node), free(v);
     w->groups[i].nvls = NULL;
   }
@@ -648,14 +649,19 @@ static relay *relay_get(relay **pool, sim__world *w, int gi, int host,
   return R;
 }
 
+/* A relay of group gi at `host`, room for a member list, nothing else filled in. */
+static relay *relay_new(sim__world *w, int gi, int host) {
+  relay *R = calloc(1, sizeof *R);
+  if (!R || !(R->who = malloc((size_t)w->groups[gi].n * sizeof *R->who))) abort();
+  R->w = w, R->gi = gi, R->host = host, R->dom = -1;
+  return R;
+}
+
 /* A node relay of group gi at NVLink switch `host`: the members on it. */
 static relay *mk_node(sim__world *w, int gi, int host) {
   const sim__group *g = &w->groups[gi];
   const sim__topo *t = &w->topo;
-  relay *R = calloc(1, sizeof *R);
-  if (!R || !(R->who = malloc((size_t)g->n * sizeof *R->who))) abort();
-  R->w = w, R->gi = gi, R->host = host;
-  R->dom = -1;
+  relay *R = relay_new(w, gi, host);
   for (int i = 0; i < g->n; i++)
     if (sim__nvs_of(t, g->gpus[i], 0) == host) {
       if (R->n == 0 && g->relay_dom) R->dom = sim__nvs_of(t, g->gpus[i], 1);
@@ -673,9 +679,8 @@ static relay *mk_node(sim__world *w, int gi, int host) {
 static relay *mk_dom(sim__world *w, int gi, int host) {
   const sim__group *g = &w->groups[gi];
   const sim__topo *t = &w->topo;
-  relay *R = calloc(1, sizeof *R);
-  if (!R || !(R->who = malloc((size_t)g->n * sizeof *R->who))) abort();
-  R->w = w, R->gi = gi, R->host = host, R->dom = -1, R->is_dom = 1;
+  relay *R = relay_new(w, gi, host);
+  R->is_dom = 1;
   for (int i = 0; i < g->n; i++) {
     int h = sim__nvs_of(t, g->gpus[i], 0), seen = 0;
     for (int j = 0; j < R->n; j++) seen |= R->who[j] == h;
