@@ -110,8 +110,11 @@ static void helper_main(int argc, char **argv) {
   }
 }
 
-/* Hands ops [o->a, o->b) to the GPU's helper of o->slot, started on its first use. A range is
- * joined (OP_JOIN) before the slot gets another one (the lowering pairs them). */
+static void join_helper(gpu_actor *ga, int slot);
+
+/* Hands ops [o->a, o->b) to the GPU's helper of o->slot, started on its first use. The
+ * lowering joins a slot's range (OP_JOIN) before it hands the slot another; a range still out
+ * would be waited for here first. */
 static void start_helper(gpu_actor *ga, const sim__op *o) {
   if (!ga->pool) {
     ga->pool = calloc(SIM__SLOTS, sizeof *ga->pool);
@@ -130,6 +133,7 @@ static void start_helper(gpu_actor *ga, const sim__op *o) {
     sg_actor_ref(hs->actor);
     sg_actor_start_(hs->actor, helper_main, 0, NULL);
   }
+  join_helper(ga, o->slot);
   *hs->ga = (gpu_actor){.w = ga->w, .gpu = ga->gpu, .a = o->a, .b = o->b, .helper = 1,
                         .mb = ga->mb, .chunk = ga->chunk, .last_ev = -1};
   hs->busy = 1;
