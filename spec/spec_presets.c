@@ -74,12 +74,15 @@ static const struct {
 /* V100 SXM2 16GB: 125 TFLOP/s is the fp16 tensor-core peak (no bf16 on Volta; the field holds
  * the 16-bit peak), 80 SMs (Volta whitepaper) */
 #define V100_16G {"v100-16g", 125, 0, 16, 0.9, 80}
-/* One CPU process of `podplan run --device cpu` in place of a GPU (device "cpu"): nominal
- * figures of one x86-64 core with two 256-bit FMA units at 2.5 GHz (2 x 8 fp32 lanes x 2 flops
- * x 2.5e9 = 80 GFLOP/s fp32, in the bf16 field: the CPU backend runs its GEMMs in fp32), a
- * ~10 GB/s share of DRAM bandwidth and 8 GiB of it; no SMs (no wave quantization). Priors
- * only: a calibration from the host's own runs (calibrate --from-search) replaces them. */
-#define CPU_CORE {"cpu-core", 0.08, 0, 8, 0.01, 0, 1}
+/* One CPU process of `podplan run --device cpu` in place of a GPU (device "cpu"): one x86-64
+ * core with two 256-bit FMA units at 4 GHz, the highest boost clock of current server cores
+ * (2 x 8 fp32 lanes x 2 flops x 4e9 = 128 GFLOP/s fp32, in the bf16 field: the CPU backend
+ * runs its GEMMs in fp32), a ~10 GB/s share of DRAM bandwidth and 8 GiB of it; no SMs (no wave
+ * quantization). A peak, not a typical rate: efficiencies are fractions of it and cannot pass
+ * 1 (at 2.5 GHz, 80 GFLOP/s, this host's GEMMs ran faster than the peak and calibration hit
+ * the bound). Priors only: a calibration from the host's own runs (calibrate --from-search)
+ * replaces them; a core with two 512-bit FMA units needs a cluster JSON of twice the peak. */
+#define CPU_CORE {"cpu-core", 0.128, 0, 8, 0.01, 0, 1}
 
 static const struct {
   spec_gpu g;
@@ -97,8 +100,8 @@ static const struct {
      "V100-SXM2-16GB: NVIDIA Tesla V100 datasheet (125 TFLOP/s fp16 tensor core, 16 GB HBM2 at "
      "900 GB/s) and Volta whitepaper (80 SMs); not in hardware.csv"},
     {CPU_CORE,
-     "nominal x86-64 core (AVX2: 2 FMA x 8 fp32 lanes x 2 flops x 2.5 GHz = 80 GFLOP/s), "
-     "10 GB/s of DRAM bandwidth; a prior for calibration, not a measurement"},
+     "x86-64 core at its peak (AVX2: 2 FMA x 8 fp32 lanes x 2 flops x 4 GHz boost = 128 "
+     "GFLOP/s), 10 GB/s of DRAM bandwidth; a prior for calibration, not a measurement"},
 };
 
 /* ---- clusters ------------------------------------------------------------------------------ */

@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
   CHECK_EQ((int)num(it, "fitted", NULL), 4);
   CHECK_EQ((int)num(it, "held_out", NULL), 2);
   CHECK(num(it, "mape_after", NULL) < num(it, "mape_before", NULL));
+  CHECK(num(j, "rms_log_after", NULL) < num(j, "rms_log_before", NULL)); /* the fit's objective */
   CHECK(num(j, "holdout_mape_before", NULL) > 0);
   CHECK(json_object_get(j, "kendall_tau_after") != NULL);
   long long id = (long long)num(j, "calibration_id", NULL);
