@@ -848,6 +848,174 @@ double cm_stage_tail(const cm_model *cm, const cm_stage_coef *s, int layers, int
 
 #define MAX_STACK_RANKS 256
 
+/* The ranks of a uniform plan (coefficients g, layer counts per virtual stage) and the
+ * pipeline's p2p time per message. A rank's chunks add up linearly: its layers are summed,
+ * then the rank added once; ranks of the same layer count, neither first nor last, are
+ * alike, so the previous such one is copied. */
+static void uniform_ranks(cm_model *cm, const spec_plan *p, int P, int nvs, const int *counts,
+                          const cm_stage_coef *co, rank_cost *rk, double *p2p) {
+  const spec_model *m = &cm->m;
+  int like = -1;
+  for (int i = 0; i < P; i++) {
+    int layers = 0;
+    for (int j = i; j < nvs; j += P) layers += counts[j];
+    int first = i == 0, last = (nvs - 1) % P == i;
+    if (!first && !last && like >= 0 && rk[like].layers == layers) {
+      rk[i] = rk[like];
+      continue;
+    }
+    rk[i].co = co;
+    add_chunk(cm, co, layers, first, last, &rk[i]);
+    if (!first && !last) like = i;
+  }
+  cm_place pl;
+  cm_place_group(cm, 2, p->tp * p->cp * p->dp, &pl);
+  double bytes = (double)p->mbs * m->seq_len / p->cp * m->hidden * cm->act_bytes /
+                 (cm->p.pp_scatter_gather ? p->tp : 1);
+  double t = P > 1 ? cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL) : 0;
+  for (int i = 0; i < P; i++) p2p[i] = t;
+}
+
+/* The ranks of a non-uniform plan, one per stage (coefs: its coefficients, filled here), and
+ * each stage's p2p time to the next. */
+static int stage_ranks(cm_model *cm, const spec_plan *p, int P, cm_stage_coef *coefs,
+                       rank_cost *rk, double *p2p, pp_err *err) {
+  int samples = p->gbs / p->microbatches, rc;
+  for (int i = 0; i < P; i++) {
+    const spec_stage *st = &p->stages[i];
+    cm_stage_cfg g = {st->tp, st->cp, st->dp, st->ep, samples / st->dp, p->sp, st->recompute};
+    if ((rc = cm_stage_coef_get(cm, &g, st->gpus, st->ngpus, &coefs[i], err))) return rc;
+    rk[i].co = &coefs[i];
+    add_chunk(cm, &coefs[i], st->layer_end - st->layer_begin, i == 0, i == P - 1, &rk[i]);
+    p2p[i] = 0;
+    if (i + 1 < P) {
+      const spec_stage *nx = &p->stages[i + 1];
+      p2p[i] = cm_stage_p2p(cm, st->gpus, st->ngpus, st->tp, nx->gpus, nx->ngpus, samples);
+    }
+  }
+  return PP_OK;
+}
+
+/* The pipeline: mb microbatches at the slowest rank's pace, the bubble, the p2p messages on
+ * the critical path; fills the breakdown from the slowest rank. Returns the seconds. */
+static double pipeline_time(const cm_model *cm, const rank_cost *rk, const double *p2p, int P,
+                            int mb, int v, cm_result *out) {
+  double tmax = 0, sum = 0, p2p_max = 0;
+  int bott = 0;
+  for (int i = 0; i < P; i++) {
+    double t = rc_total(&rk[i]);
+    sum += t;
+    if (t > tmax) tmax = t, bott = i;
+    if (p2p[i] > p2p_max) p2p_max = p2p[i];
+  }
+  double p2p_total = 0;
+  if (P > 1) p2p_total = cm->p.pp_p2p_per_mb * ((double)mb * v + P - 2) * p2p_max;
+  /* the bubble: every other rank's work once (1/v of it when interleaved); sum >= tmax in
+   * floating point too (tmax is one of the non-negative terms), so it is never negative */
+  double bubble = (sum - tmax) / v;
+  const rank_cost *B = &rk[bott];
+  out->t.compute_s = mb * B->comp;
+  out->t.tp_comm_s = mb * B->tp;
+  out->t.cp_comm_s = mb * B->cp;
+  out->t.ep_comm_s = mb * B->ep;
+  out->t.dp_comm_s = mb * B->dp;
+  out->t.pp_bubble_s = bubble;
+  out->t.pp_p2p_s = p2p_total;
+  out->bottleneck_stage = bott;
+  return mb * tmax + bubble + p2p_total;
+}
+
+/* The data-parallel tail: each rank reduces its gradients when its own last backward is done
+ * (stage i finishes before stage 0 by the backward of stages 0..i-1), overlapped with that
+ * backward when the software does so; then the optimizer step and, for the distributed
+ * optimizer, the parameter all-gather. Adds the longest rank's to the breakdown; returns it.
+ * Ranks of a uniform plan differ only in layer counts and the embedding/head: a few distinct
+ * parameter counts, so the DP collectives and the step are computed once per distinct one. */
+static double dp_tail(const cm_model *cm, const rank_cost *rk, int P, int zero, cm_result *out) {
+  double tail = 0, tail_dp = 0, tail_opt = 0, slack = 0;
+  struct dp_memo {
+    const cm_stage_coef *co;
+    double params, expert, red, gat, opt;
+  } memo[8];
+  int nmemo = 0;
+  for (int i = 0; i < P; i++) {
+    const rank_cost *r = &rk[i];
+    double red = 0, gat = 0, opt;
+    int k;
+    for (k = 0; k < nmemo; k++)
+      if (memo[k].co == r->co && memo[k].params == r->params &&
+          memo[k].expert == r->expert_params)
+        break;
+    if (k < nmemo) {
+      red = memo[k].red, gat = memo[k].gat, opt = memo[k].opt;
+    } else {
+      dp_times(cm, r, zero >= 3 ? 1 : zero, &red, &gat);
+      opt = rank_optimizer(cm, r, zero);
+      if (nmemo < 8)
+        memo[nmemo++] = (struct dp_memo){r->co, r->params, r->expert_params, red, gat, opt};
+    }
+    double dp_exp = rank_dp_exposed(cm, r, zero, red, gat, slack);
+    if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
+    slack += r->bwd;
+  }
+  out->t.dp_comm_s += tail_dp;
+  out->t.optimizer_s = tail_opt;
+  return tail;
+}
+
+/* Activation bytes rank i of P holds at its fullest under the plan's schedule. */
+static double rank_inflight(const spec_plan *p, int i, int P, int mb, int v, double act_bytes) {
+  if (p->schedule == SPEC_SCHED_GPIPE) return mb * act_bytes;
+  if (v > 1) {
+    double chunks = 2.0 * (P - i - 1) + (v - 1.0) * P + 1;
+    if (chunks > (double)mb * v) chunks = (double)mb * v;
+    return chunks * act_bytes / v;
+  }
+  double k = P - i < mb ? P - i : mb;
+  return k * act_bytes;
+}
+
+/* Memory: the fullest rank's breakdown in out->mem. Ranks alike but for their activations
+ * (the same configuration, parameters and working set) share everything else: that part is
+ * computed once, and a rank's whole breakdown only where it may be the fullest. */
+static void fullest_rank(const cm_model *cm, const spec_plan *p, const rank_cost *rk, int P,
+                         int mb, int v, int zero, cm_result *out) {
+  double worst = -1;
+  struct mem_memo {
+    const cm_stage_coef *co;
+    double params, expert, layer, other, gather, rest_gib;
+  } mm[8];
+  int nmm = 0;
+  for (int i = 0; i < P; i++) {
+    const rank_cost *r = &rk[i];
+    double inflight = rank_inflight(p, i, P, mb, v, r->act_bytes);
+    int k;
+    for (k = 0; k < nmm; k++)
+      if (mm[k].co == r->co && mm[k].params == r->params && mm[k].expert == r->expert_params &&
+          mm[k].layer == r->layer_params && mm[k].other == r->other_bytes &&
+          mm[k].gather == r->zero3_gather)
+        break;
+    double rest;
+    cm_memory mem;
+    if (k < nmm) {
+      rest = mm[k].rest_gib;
+    } else {
+      rank_memory(cm, r, zero, 0, &mem);
+      rest = mem.total_gib;
+      if (nmm < 8)
+        mm[nmm++] = (struct mem_memo){r->co, r->params, r->expert_params, r->layer_params,
+                                      r->other_bytes, r->zero3_gather, rest};
+    }
+    /* within rounding of the fullest so far: the breakdown decides, as it always did */
+    if (rest + inflight / CM_GIB < worst - 1e-9) continue;
+    rank_memory(cm, r, zero, inflight, &mem);
+    if (mem.total_gib > worst) worst = mem.total_gib, out->mem = mem;
+  }
+  out->mem_gib_per_gpu = out->mem.total_gib;
+  out->feasible = out->mem.total_gib <= cm->c.gpu.hbm_gib;
+  out->mem_excess_gib = out->feasible ? 0 : out->mem.total_gib - cm->c.gpu.hbm_gib;
+}
+
 int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
   memset(out, 0, sizeof *out);
   const spec_model *m = &cm->m;
@@ -881,51 +1049,15 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
 
   int zero = p->zero;
   if (uniform) {
-    cm__cfg *g = &cfg_u;
-    make_cfg(cm, g, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
-    coef_from(cm, g, layer_costs(cm, g), &coef_u);
+    make_cfg(cm, &cfg_u, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
+    coef_from(cm, &cfg_u, layer_costs(cm, &cfg_u), &coef_u);
     spec_plan_stage_layers(p, m, counts);
-    /* a rank's chunks add up linearly: sum its layers, then add the rank once (ranks of the
-     * same layer count, neither first nor last, are alike: the previous such one is copied) */
-    int like = -1;
-    for (int i = 0; i < P; i++) {
-      int layers = 0;
-      for (int j = i; j < nvs; j += P) layers += counts[j];
-      int first = i == 0, last = (nvs - 1) % P == i;
-      if (!first && !last && like >= 0 && rk[like].layers == layers) {
-        rk[i] = rk[like];
-        continue;
-      }
-      rk[i].co = &coef_u;
-      add_chunk(cm, &coef_u, layers, first, last, &rk[i]);
-      if (!first && !last) like = i;
-    }
-    cm_place pl;
-    cm_place_group(cm, 2, p->tp * p->cp * p->dp, &pl);
-    double bytes = (double)p->mbs * m->seq_len / p->cp * m->hidden * cm->act_bytes /
-                   (cm->p.pp_scatter_gather ? p->tp : 1);
-    double t = P > 1 ? cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL) : 0;
-    for (int i = 0; i < P; i++) p2p[i] = t;
-  } else {
-    coefs = calloc((size_t)P, sizeof *coefs);
-    if (!coefs) {
-      rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
-      goto done;
-    }
-    int samples = p->gbs / p->microbatches;
-    for (int i = 0; i < P; i++) {
-      const spec_stage *st = &p->stages[i];
-      cm_stage_cfg g = {st->tp, st->cp, st->dp, st->ep, samples / st->dp, p->sp, st->recompute};
-      if ((rc = cm_stage_coef_get(cm, &g, st->gpus, st->ngpus, &coefs[i], err))) goto done;
-      rank_cost *r = &rk[i];
-      r->co = &coefs[i];
-      add_chunk(cm, &coefs[i], st->layer_end - st->layer_begin, i == 0, i == P - 1, r);
-      p2p[i] = 0;
-      if (i + 1 < P) {
-        const spec_stage *nx = &p->stages[i + 1];
-        p2p[i] = cm_stage_p2p(cm, st->gpus, st->ngpus, st->tp, nx->gpus, nx->ngpus, samples);
-      }
-    }
+    uniform_ranks(cm, p, P, nvs, counts, &coef_u, rk, p2p);
+  } else if (!(coefs = calloc((size_t)P, sizeof *coefs))) {
+    rc = pp_err_set(err, PP_NOMEM, "cost model: out of memory");
+    goto done;
+  } else if ((rc = stage_ranks(cm, p, P, coefs, rk, p2p, err))) {
+    goto done;
   }
 
   /* ZeRO-3 gathers parameters for every forward and backward and reduce-scatters gradients
@@ -937,116 +1069,10 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
         goto done;
       }
 
-  /* the pipeline */
-  double tmax = 0, sum = 0, p2p_max = 0;
-  int bott = 0;
-  for (int i = 0; i < P; i++) {
-    double t = rc_total(&rk[i]);
-    sum += t;
-    if (t > tmax) tmax = t, bott = i;
-    if (p2p[i] > p2p_max) p2p_max = p2p[i];
-  }
-  double pipe, p2p_total = 0;
-  if (P > 1) p2p_total = cm->p.pp_p2p_per_mb * ((double)mb * v + P - 2) * p2p_max;
-  /* the bubble: every other rank's work once (1/v of it when interleaved); sum >= tmax in
-   * floating point too (tmax is one of the non-negative terms), so it is never negative */
-  double bubble = (sum - tmax) / v;
-  pipe = mb * tmax + bubble;
-  const rank_cost *B = &rk[bott];
-  out->t.compute_s = mb * B->comp;
-  out->t.tp_comm_s = mb * B->tp;
-  out->t.cp_comm_s = mb * B->cp;
-  out->t.ep_comm_s = mb * B->ep;
-  out->t.dp_comm_s = mb * B->dp;
-  out->t.pp_bubble_s = bubble;
-  out->t.pp_p2p_s = p2p_total;
-
-  /* the data-parallel tail: each rank reduces its gradients when its own last backward is
-   * done (stage i finishes before stage 0 by the backward of stages 0..i-1), overlapped with
-   * that backward when the software does so; then the optimizer step and, for the
-   * distributed optimizer, the parameter all-gather */
-  double tail = 0, tail_dp = 0, tail_opt = 0, slack = 0;
-  /* ranks of a uniform plan differ only in layer counts and the embedding/head: a few
-   * distinct parameter counts, so the DP collectives are computed once per distinct one */
-  struct dp_memo {
-    const cm_stage_coef *co;
-    double params, expert, red, gat, opt;
-  } memo[8];
-  int nmemo = 0;
-  for (int i = 0; i < P; i++) {
-    rank_cost *r = &rk[i];
-    double red = 0, gat = 0, opt;
-    int k;
-    for (k = 0; k < nmemo; k++)
-      if (memo[k].co == r->co && memo[k].params == r->params &&
-          memo[k].expert == r->expert_params)
-        break;
-    if (k < nmemo) {
-      red = memo[k].red, gat = memo[k].gat, opt = memo[k].opt;
-    } else {
-      dp_times(cm, r, zero >= 3 ? 1 : zero, &red, &gat);
-      opt = rank_optimizer(cm, r, zero);
-      if (nmemo < 8)
-        memo[nmemo++] = (struct dp_memo){r->co, r->params, r->expert_params, red, gat, opt};
-    }
-    double dp_exp = rank_dp_exposed(cm, r, zero, red, gat, slack);
-    if (dp_exp + opt > tail) tail = dp_exp + opt, tail_dp = dp_exp, tail_opt = opt;
-    slack += r->bwd;
-  }
-  out->t.dp_comm_s += tail_dp;
-  out->t.optimizer_s = tail_opt;
-  out->iter_time_s = pipe + p2p_total + tail;
-
-  /* memory: the fullest rank. Ranks alike but for their activations (the same configuration,
-   * parameters and working set) share everything else: that part is computed once, and a
-   * rank's whole breakdown only where it may be the fullest. */
-  double worst = -1;
-  struct mem_memo {
-    const cm_stage_coef *co;
-    double params, expert, layer, other, gather, rest_gib;
-  } mm[8];
-  int nmm = 0;
-  for (int i = 0; i < P; i++) {
-    const rank_cost *r = &rk[i];
-    double inflight;
-    if (p->schedule == SPEC_SCHED_GPIPE)
-      inflight = mb * r->act_bytes;
-    else if (v > 1) {
-      double chunks = 2.0 * (P - i - 1) + (v - 1.0) * P + 1;
-      if (chunks > (double)mb * v) chunks = (double)mb * v;
-      inflight = chunks * r->act_bytes / v;
-    } else {
-      double k = P - i < mb ? P - i : mb;
-      inflight = k * r->act_bytes;
-    }
-    int k;
-    for (k = 0; k < nmm; k++)
-      if (mm[k].co == r->co && mm[k].params == r->params && mm[k].expert == r->expert_params &&
-          mm[k].layer == r->layer_params && mm[k].other == r->other_bytes &&
-          mm[k].gather == r->zero3_gather)
-        break;
-    double rest;
-    cm_memory mem;
-    if (k < nmm) {
-      rest = mm[k].rest_gib;
-    } else {
-      rank_memory(cm, r, zero, 0, &mem);
-      rest = mem.total_gib;
-      if (nmm < 8)
-        mm[nmm++] = (struct mem_memo){r->co, r->params, r->expert_params, r->layer_params,
-                                      r->other_bytes, r->zero3_gather, rest};
-    }
-    /* within rounding of the fullest so far: the breakdown decides, as it always did */
-    if (rest + inflight / CM_GIB < worst - 1e-9) continue;
-    rank_memory(cm, r, zero, inflight, &mem);
-    if (mem.total_gib > worst) worst = mem.total_gib, out->mem = mem;
-  }
-  out->mem_gib_per_gpu = out->mem.total_gib;
-  out->feasible = out->mem.total_gib <= cm->c.gpu.hbm_gib;
-  out->mem_excess_gib = out->feasible ? 0 : out->mem.total_gib - cm->c.gpu.hbm_gib;
-
+  double pipe = pipeline_time(cm, rk, p2p, P, mb, v, out);
+  out->iter_time_s = pipe + dp_tail(cm, rk, P, zero, out);
+  fullest_rank(cm, p, rk, P, mb, v, zero, out);
   out->microbatches = mb;
-  out->bottleneck_stage = bott;
   cm_throughput(cm, p, out->iter_time_s, out);
 
 done:
