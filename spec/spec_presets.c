@@ -79,8 +79,8 @@ static const struct {
  * (2 x 8 fp32 lanes x 2 flops x 4e9 = 128 GFLOP/s fp32, in the bf16 field: the CPU backend
  * runs its GEMMs in fp32), a ~10 GB/s share of DRAM bandwidth and 8 GiB of it; no SMs (no wave
  * quantization). A peak, not a typical rate: efficiencies are fractions of it and cannot pass
- * 1 (at 2.5 GHz, 80 GFLOP/s, this host's GEMMs ran faster than the peak and calibration hit
- * the bound). Priors only: a calibration from the host's own runs (calibrate --from-search)
+ * 1 (with 80 GFLOP/s, the figure at 2.5 GHz, OpenBLAS GEMMs on a boosting AMD EPYC core ran
+ * at up to 85 GFLOP/s and calibration hit the bound). Priors only: a calibration from the host's own runs (calibrate --from-search)
  * replaces them; a core with two 512-bit FMA units needs a cluster JSON of twice the peak. */
 #define CPU_CORE {"cpu-core", 0.128, 0, 8, 0.01, 0, 1}
 
