@@ -203,8 +203,6 @@ int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 #define SIM__A2A_CHUNK (1024.0 * 1024)
 #define SIM__A2A_MAXROUNDS 16
 
-/* Runs fn(w, arg) in a child process with SimGrid set up on the platform of w; the child
- * writes results back through `out_size` bytes of *out (and the events). */
 /* Seconds on the monotonic clock (the time limits' deadlines). */
 double sim__mono_s(void);
 /* Runs the world in a child process (SimGrid's state dies with it); deadline > 0 (sim__mono_s
