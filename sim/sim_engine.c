@@ -39,7 +39,7 @@ void sim_result_clear(sim_result *r) {
 
 /* ---- the actors ------------------------------------------------------------------------------ */
 
-enum { P2P_CACHE = 4 };
+enum { P2P_CACHE = 8 };
 typedef struct p2p_cached {
   int ev, src, dst;
   sg_mailbox_t box;
@@ -178,20 +178,21 @@ static void flush(gpu_actor *ga) {
   ga->pending = 0;
 }
 
-/* The mailbox of a pipeline send or receive: from the op, else from the actor's few last
- * ones (a stage talks to two neighbours, forward and backward), else by name. */
-static sg_mailbox_t p2p_box(gpu_actor *ga, sim__op *o, int src, int dst) {
-  if (o->box) return o->box;
+/* The mailbox of a pipeline send or receive: from the actor's last few (a stage talks to two
+ * neighbours, forward and backward; interleaving adds the wrap-around pair), else by name.
+ * The ops are only read: the program was built before the fork and stays shared with the
+ * parent (a write would copy its page). */
+static sg_mailbox_t p2p_box(gpu_actor *ga, const sim__op *o, int src, int dst) {
   for (int k = 0; k < P2P_CACHE; k++) {
     const p2p_cached *c = &ga->p2p[k];
-    if (c->box && c->ev == o->ev && c->src == src && c->dst == dst) return o->box = c->box;
+    if (c->box && c->ev == o->ev && c->src == src && c->dst == dst) return c->box;
   }
   char name[48];
   snprintf(name, sizeof name, "p%d.%d.%d", o->ev, src, dst);
-  o->box = sg_mailbox_by_name(name);
-  ga->p2p[ga->p2p_next] = (p2p_cached){o->ev, src, dst, o->box};
+  sg_mailbox_t box = sg_mailbox_by_name(name);
+  ga->p2p[ga->p2p_next] = (p2p_cached){o->ev, src, dst, box};
   ga->p2p_next = (ga->p2p_next + 1) % P2P_CACHE;
-  return o->box;
+  return box;
 }
 
 static void exec_range(gpu_actor *ga, int from, int to) {

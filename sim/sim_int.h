@@ -120,7 +120,6 @@ typedef struct sim__op {
   int ev;              /* sim_ev_kind of SLEEP/COLL/BATCH/JOIN; OP_SEND/RECV: 0 fwd, 1 bwd */
   int member;          /* OP_COLL, OP_BATCH: this GPU's index in the group */
   int mb, chunk;       /* OP_BEGIN */
-  sg_mailbox_t box;    /* OP_SEND/RECV in the run: the pair's mailbox, looked up on first use */
 } sim__op;
 
 typedef struct sim__prog {
