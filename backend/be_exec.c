@@ -36,7 +36,7 @@ static const run_fn run_op[BE_NOPKINDS] = {run_gemm, run_attn, run_mem,    run_c
 
 void be_exec_result_clear(be_exec_result *r) {
   if (!r) return;
-  free(r->op_s), free(r->op_start), free(r->iter_s);
+  free(r->op_s), free(r->op_start), free(r->iter_s), free(r->marks);
   memset(r, 0, sizeof *r);
 }
 
@@ -70,9 +70,10 @@ int be_exec(const be_device *dv, be_dev *d, const be_prog *pg, const be_exec_opt
   r->op_s = calloc((size_t)n + 1, sizeof *r->op_s);
   r->op_start = calloc((size_t)n + 1, sizeof *r->op_start);
   r->iter_s = calloc((size_t)o->iters, sizeof *r->iter_s);
+  r->marks = calloc((size_t)o->iters * ((size_t)n + 1), sizeof *r->marks);
   double *t = malloc(((size_t)n + 1) * sizeof *t);
   int rc = PP_OK;
-  if (!r->op_s || !r->op_start || !r->iter_s || !t)
+  if (!r->op_s || !r->op_start || !r->iter_s || !r->marks || !t)
     rc = pp_err_set(err, PP_NOMEM, "backend: out of memory");
   if (!rc && o->verify) {
     dv->verify(d, 1);
@@ -86,6 +87,7 @@ int be_exec(const be_device *dv, be_dev *d, const be_prog *pg, const be_exec_opt
     if (rc) break;
     r->iter_s[it] = t[n];
     for (int i = 0; i < n; i++) r->op_s[i] += (t[i + 1] - t[i]) / o->iters;
+    memcpy(r->marks + (size_t)it * ((size_t)n + 1), t, ((size_t)n + 1) * sizeof *t);
     if (it == o->iters - 1) memcpy(r->op_start, t, ((size_t)n + 1) * sizeof *t); /* + the end */
   }
   free(t);

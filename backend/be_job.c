@@ -215,55 +215,72 @@ done:
 }
 
 /* ---- execution results ----------------------------------------------------------------------
- * Each rank sends one array of doubles: nops, iters, verified, then op_s[nops],
- * op_start[nops + 1] and iter_s[iters] (integers are exact as doubles). */
+ * Each rank sends one array of doubles: nops, iters, verified, whether marks follow, then
+ * op_s[nops], op_start[nops + 1], iter_s[iters] and, when kept, marks[iters * (nops + 1)]
+ * (integers are exact as doubles). */
 
 void be_job_result_clear(be_job_result *g) {
   free(g->nops), free(g->displ), free(g->op_s), free(g->start), free(g->iter_s), free(g->job_s);
+  free(g->marks), free(g->mdispl);
   memset(g, 0, sizeof *g);
 }
 
+enum { HEAD = 4 };
+
+static size_t marks_len(int nops, int iters) { return (size_t)iters * ((size_t)nops + 1); }
+
 static double *pack(const be_exec_result *r, size_t *n) {
-  *n = 3 + (size_t)r->nops + (size_t)r->nops + 1 + (size_t)r->iters;
+  size_t k = (size_t)r->nops, nm = r->marks ? marks_len(r->nops, r->iters) : 0;
+  *n = HEAD + k + k + 1 + (size_t)r->iters + nm;
   double *v = malloc(*n * sizeof *v);
   if (!v) return NULL;
-  v[0] = r->nops, v[1] = r->iters, v[2] = r->verified;
-  memcpy(v + 3, r->op_s, (size_t)r->nops * sizeof *v);
-  memcpy(v + 3 + r->nops, r->op_start, ((size_t)r->nops + 1) * sizeof *v);
-  memcpy(v + 4 + 2 * (size_t)r->nops, r->iter_s, (size_t)r->iters * sizeof *v);
+  v[0] = r->nops, v[1] = r->iters, v[2] = r->verified, v[3] = r->marks != NULL;
+  memcpy(v + HEAD, r->op_s, k * sizeof *v);
+  memcpy(v + HEAD + k, r->op_start, (k + 1) * sizeof *v);
+  memcpy(v + HEAD + 2 * k + 1, r->iter_s, (size_t)r->iters * sizeof *v);
+  if (nm) memcpy(v + HEAD + 2 * k + 1 + r->iters, r->marks, nm * sizeof *v);
   return v;
 }
 
 /* Rank 0: the ranks' arrays into g (every rank the same number of iterations). */
 static int unpack(const double *v, const size_t *lens, be_job_result *g, pp_err *err) {
-  int total = 0, nr = g->nranks;
+  int total = 0, nr = g->nranks, all_marks = 1;
+  size_t mtotal = 0;
   const double *at = v;
   g->nops = malloc((size_t)nr * sizeof *g->nops);
   g->displ = malloc((size_t)nr * sizeof *g->displ);
-  if (!g->nops || !g->displ) return pp_err_set(err, PP_NOMEM, "backend: out of memory");
+  g->mdispl = malloc((size_t)nr * sizeof *g->mdispl);
+  if (!g->nops || !g->displ || !g->mdispl) return pp_err_set(err, PP_NOMEM, "backend: out of memory");
   g->verified = 1;
   for (int r = 0; r < nr; r++) {
     size_t n = lens[r] / sizeof *v;
-    if (n < 3 || (r > 0 && (int)at[1] != g->iters) ||
-        n != 3 + 2 * (size_t)at[0] + 1 + (size_t)at[1])
+    if (n < HEAD || (r > 0 && (int)at[1] != g->iters) ||
+        n != HEAD + 2 * (size_t)at[0] + 1 + (size_t)at[1] +
+                 (at[3] != 0 ? marks_len((int)at[0], (int)at[1]) : 0))
       return pp_err_set(err, PP_INTERNAL, "backend: rank %d sent a malformed result", r);
     g->iters = (int)at[1];
     g->nops[r] = (int)at[0], g->displ[r] = total, total += g->nops[r];
+    g->mdispl[r] = mtotal, mtotal += marks_len(g->nops[r], g->iters);
     g->verified &= at[2] != 0;
+    all_marks &= at[3] != 0;
     at += n;
   }
   g->op_s = malloc(((size_t)total + 1) * sizeof *g->op_s);
   g->start = malloc(((size_t)total + nr) * sizeof *g->start);
   g->iter_s = malloc(((size_t)nr * g->iters + 1) * sizeof *g->iter_s);
   g->job_s = calloc((size_t)g->iters + 1, sizeof *g->job_s);
-  if (!g->op_s || !g->start || !g->iter_s || !g->job_s)
+  g->marks = all_marks ? malloc((mtotal + 1) * sizeof *g->marks) : NULL;
+  if (!g->op_s || !g->start || !g->iter_s || !g->job_s || (all_marks && !g->marks))
     return pp_err_set(err, PP_NOMEM, "backend: out of memory");
   at = v;
   for (int r = 0; r < nr; r++) {
-    int k = g->nops[r];
-    memcpy(g->op_s + g->displ[r], at + 3, (size_t)k * sizeof *v);
-    memcpy(g->start + g->displ[r] + r, at + 3 + k, ((size_t)k + 1) * sizeof *v);
-    memcpy(g->iter_s + (size_t)r * g->iters, at + 4 + 2 * k, (size_t)g->iters * sizeof *v);
+    size_t k = (size_t)g->nops[r];
+    memcpy(g->op_s + g->displ[r], at + HEAD, k * sizeof *v);
+    memcpy(g->start + g->displ[r] + r, at + HEAD + k, (k + 1) * sizeof *v);
+    memcpy(g->iter_s + (size_t)r * g->iters, at + HEAD + 2 * k + 1, (size_t)g->iters * sizeof *v);
+    if (g->marks)
+      memcpy(g->marks + g->mdispl[r], at + HEAD + 2 * k + 1 + g->iters,
+             marks_len((int)k, g->iters) * sizeof *v);
     at += lens[r] / sizeof *v;
   }
   for (int it = 0; it < g->iters; it++)
@@ -302,5 +319,57 @@ void be_job_iter_stats(const be_job_result *g, double *mean, double *lo, double 
     double s = 0;
     for (int it = 0; it < g->iters; it++) s += g->iter_s[r * g->iters + it];
     if (s > worst) worst = s, *slow = r;
+  }
+}
+
+/* ---- collectives' own times ------------------------------------------------------------------ */
+
+/* Mark i of rank r in timed iteration it. */
+static double mark(const be_job_result *g, int r, int it, int i) {
+  return g->marks[g->mdispl[r] + (size_t)it * ((size_t)g->nops[r] + 1) + (size_t)i];
+}
+
+/* The ops of rank r that are collectives on group grp, in program order, into at[0..cap). */
+static int colls_on(const be_plan *bp, int r, int grp, int *at, int cap) {
+  int k = 0;
+  const be_prog *pg = &bp->progs[r];
+  for (int i = 0; i < pg->nops; i++)
+    if (pg->ops[i].kind == BE_OP_COLL && pg->ops[i].group == grp) {
+      if (k < cap) at[k] = i;
+      k++;
+    }
+  return k;
+}
+
+void be_job_coll_own(const be_plan *bp, const be_job_result *g, double *own) {
+  size_t total = 0;
+  for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
+  memset(own, 0, total * sizeof *own);
+  if (!g->marks || bp->nranks != g->nranks || g->iters < 1) return;
+  for (int grp = 0; grp < bp->ngroups; grp++) {
+    const be_group *G = &bp->groups[grp];
+    if (G->n < 2) continue;
+    int cap = colls_on(bp, G->ranks[0], grp, NULL, 0), ok = cap > 0;
+    int *idx = ok ? malloc((size_t)G->n * (size_t)cap * sizeof *idx) : NULL;
+    ok = ok && idx;
+    for (int m = 0; m < G->n && ok; m++) /* every member: the same number, in the same order */
+      ok = G->ranks[m] < g->nranks && g->nops[G->ranks[m]] == bp->progs[G->ranks[m]].nops &&
+           colls_on(bp, G->ranks[m], grp, idx + (size_t)m * cap, cap) == cap;
+    for (int k = 0; k < cap && ok; k++) {
+      double sum = 0;
+      for (int it = 0; it < g->iters; it++) {
+        double last_start = -1e300, first_end = 1e300;
+        for (int m = 0; m < G->n; m++) {
+          int r = G->ranks[m], i = idx[(size_t)m * cap + k];
+          double s = mark(g, r, it, i), e = mark(g, r, it, i + 1);
+          if (s > last_start) last_start = s;
+          if (e < first_end) first_end = e;
+        }
+        sum += first_end > last_start ? first_end - last_start : 0;
+      }
+      for (int m = 0; m < G->n; m++)
+        own[g->displ[G->ranks[m]] + idx[(size_t)m * cap + k]] = sum / g->iters;
+    }
+    free(idx);
   }
 }

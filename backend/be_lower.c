@@ -28,6 +28,19 @@ void be_plan_free(be_plan *bp) {
   free(bp);
 }
 
+int be_group_stride(const be_plan *bp, int grp, const spec_cluster *c) {
+  const be_group *G = &bp->groups[grp];
+  int gpn = c->gpus_per_node, dom = c->nvlink.domain_gpus > gpn ? c->nvlink.domain_gpus : gpn;
+  if (G->n < 1 || gpn < 1) return 0;
+  int g0 = bp->progs[G->ranks[0]].gpu;
+  int stride = G->n > 1 ? bp->progs[G->ranks[1]].gpu - g0 : 1;
+  if (stride < 1) return 0;
+  for (int k = 1; k < G->n; k++)
+    if (bp->progs[G->ranks[k]].gpu != g0 + k * stride) return 0;
+  int in_node = g0 % gpn + (G->n - 1) * stride < gpn;
+  return g0 % dom == 0 || in_node ? stride : 0;
+}
+
 /* ---- the model and plan as run ------------------------------------------------------------ */
 
 static int shrink_model(spec_model *m, int w, pp_err *err) {

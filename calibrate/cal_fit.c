@@ -83,7 +83,7 @@ static double predict_one(cm_model *cm, const cal_obs *o) {
     return cm_lop_time(cm, &op);
   }
   cm_place pl;
-  cm_place_group(cm, o->ranks, 1, &pl);
+  cm_place_group(cm, o->ranks, o->stride > 1 ? o->stride : 1, &pl);
   return cm_coll_best(cm, o->coll, o->bytes, &pl, NULL);
 }
 
@@ -217,10 +217,11 @@ static int check_obs(const spec_cluster *c, const cal_obs *o, size_t i, pp_err *
                       "positive number", i + 1, (long long)o->id, o->time_s);
   if ((unsigned)o->kind >= CAL_NKINDS)
     return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu: unknown kind", i + 1);
-  if (o->kind == CAL_COLL && (o->ranks < 2 || o->ranks > c->gpus || !(o->bytes > 0)))
+  long span = o->kind == CAL_COLL ? (long)(o->ranks - 1) * (o->stride > 1 ? o->stride : 1) + 1 : 0;
+  if (o->kind == CAL_COLL && (o->ranks < 2 || span > c->gpus || !(o->bytes > 0)))
     return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu (id %lld): a collective of %d "
-                      "ranks and %g bytes on %s's %d GPUs", i + 1, (long long)o->id, o->ranks,
-                      o->bytes, c->name, c->gpus);
+                      "ranks (stride %d) and %g bytes on %s's %d GPUs", i + 1, (long long)o->id,
+                      o->ranks, o->stride > 1 ? o->stride : 1, o->bytes, c->name, c->gpus);
   if (o->kind == CAL_ITER && !(o->model && o->cluster && o->plan && o->base))
     return pp_err_set(err, PP_INPUT, "calibrate: measurement %zu: an iteration without its "
                       "model, cluster, plan and parameters", i + 1);
@@ -431,10 +432,17 @@ done:
 
 /* At the end point some fitted parameters may no longer move any prediction (the algorithm
  * they price is no longer the fastest anywhere): they go back to their prior, out of the
- * fit. *dropped gets how many. */
+ * fit. *dropped gets how many. A parameter the descent pushed past one of its bounds (in fit
+ * space, where nothing bounds it) is first put back on the bound, so that it is tested where
+ * it takes effect: it still moves the predictions from there and stays, at the bound. */
 static int recheck(problem *P, size_t *dropped) {
   double *r0 = malloc(P->nuse * sizeof *r0), *r = malloc(P->nuse * sizeof *r);
   *dropped = 0;
+  for (size_t a = 0; a < P->nact; a++) {
+    const fitp *f = &P->p[P->act[a]];
+    double v = to_value(f, P->u[P->act[a]]);
+    if (v > 0 || !f->logscale) P->u[P->act[a]] = to_fit(f, v);
+  }
   int rc = !r0 || !r ? pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory")
                      : residuals_at(P, P->u, r0);
   size_t keep = 0;

@@ -21,15 +21,26 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
     /* nccl-tests logs and `bench coll` run on ranks 0..n-1, as predict --collective places a
      * group, with every member there at the start. A run's collectives (placement set) are on
      * its TP/DP/... groups, and each member's time includes waiting for the last to arrive:
-     * on the CPU host their mean is 2-10x, their fastest instance still up to 4x the
-     * collective's own time at small sizes (docs: calibrate/README.md) */
-    if (r->placement && r->placement[0])
-      *why = "a run's collectives (their times include waiting for late members; fit bench "
-             "coll or nccl-tests logs instead)";
+     * their own time (own_s: the earliest member's end after the last one's start, which
+     * podplan run records) is fitted where the group sits as cm_place_group puts one of its
+     * stride (docs: calibrate/README.md) */
+    int of_run = r->placement && r->placement[0];
+    if (of_run) {
+      json_t *s = json_loads(r->shape_json ? r->shape_json : "{}", 0, NULL);
+      out->time_s = json_number_value(json_object_get(s, "own_s"));
+      out->stride = (int)json_integer_value(json_object_get(s, "stride"));
+      json_decref(s);
+    }
+    if (of_run && !(out->time_s > 0))
+      *why = "a run's collectives without their own time (a run before podplan recorded it, or "
+             "members whose marks did not overlap)";
+    else if (of_run && out->stride < 1)
+      *why = "a run's collectives on a group placed otherwise than from GPU 0 with a stride";
     else if (on_cpu != c->gpu.cpu) *why = other;
     else if (cm_coll_lookup(r->name, &out->coll)) *why = "a collective the cost model does not price";
     else if (r->ranks < 2) *why = "a collective on one rank";
-    else if (r->ranks > c->gpus) *why = "a group larger than the cluster (--gpus)";
+    else if ((long)(r->ranks - 1) * (out->stride > 1 ? out->stride : 1) + 1 > c->gpus)
+      *why = "a group larger than the cluster (--gpus)";
     if (*why) return 0;
     out->kind = CAL_COLL;
     out->bytes = r->bytes;
@@ -108,6 +119,9 @@ static int gemm_cmp(const void *a, const void *b) {
   if (x->o->batch != y->o->batch) return x->o->batch < y->o->batch ? -1 : 1;
   if (x->o->bytes != y->o->bytes) return x->o->bytes < y->o->bytes ? -1 : 1;
   if (x->o->causal != y->o->causal) return x->o->causal < y->o->causal ? -1 : 1;
+  if (x->o->coll != y->o->coll) return x->o->coll < y->o->coll ? -1 : 1;
+  if (x->o->ranks != y->o->ranks) return x->o->ranks < y->o->ranks ? -1 : 1;
+  if (x->o->stride != y->o->stride) return x->o->stride < y->o->stride ? -1 : 1;
   return x->at < y->at ? -1 : x->at > y->at;
 }
 
@@ -129,7 +143,7 @@ size_t cal_obs_merge(cal_obs *obs, const char **key, size_t n) {
   size_t nr = 0;
   for (size_t i = 0; i < n; i++) {
     into[i] = i;
-    if ((obs[i].kind == CAL_GEMM || obs[i].kind == CAL_OP) && key[i])
+    if ((obs[i].kind == CAL_GEMM || obs[i].kind == CAL_OP || obs[i].kind == CAL_COLL) && key[i])
       r[nr++] = (gemm_ref){&obs[i], key[i], i};
   }
   qsort(r, nr, sizeof *r, gemm_cmp);

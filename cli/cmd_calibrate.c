@@ -40,8 +40,9 @@ static const char usage[] =
     "ones only GPUs. A parameter no measurement informs keeps its value and is listed as such.\n"
     "Prints each fitted value with its uncertainty and the error before and after (fitted,\n"
     "held out, per kind, collectives by size; each run's plan with Kendall's tau), and stores\n"
-    "the calibration with its inputs and residuals. Left out and counted: a run's collectives\n"
-    "(their times include waiting for late members), backward attention, p2p messages.\n"
+    "the calibration with its inputs and residuals. A run's collectives count with their own\n"
+    "time (without the members' waiting for the last one). Left out and counted: collectives\n"
+    "of a run without it or on groups placed otherwise, backward attention, p2p messages.\n"
     "\n"
     "With --from-search, first runs plans of a stored search on the backend, one after another\n"
     "as `CMD podplan run --plan-id ID ... --json` (e.g. --launch \"mpirun -n 4\"), then fits\n"
@@ -135,7 +136,7 @@ typedef struct inputs {
   const char *why[12];
   int why_n[12], nwhy;
   int max_ranks;
-  size_t merged;     /* a run's GEMMs and ops merged into one per shape and run */
+  size_t merged;     /* a run's GEMMs, ops and collectives merged into one per shape and run */
   const char *const *only; /* run keys (NULL-terminated), or NULL: every run */
 } inputs;
 
@@ -216,7 +217,7 @@ static void to_obs(inputs *in, const spec_cluster *c) {
     in->key[in->n] = of_run ? r->run_key : NULL;
     in->run_of[in->n++] = -1;
   }
-  /* a run's GEMMs: one observation per shape (runs repeat each layer's) */
+  /* a run's GEMMs, ops, collectives: one observation per shape (runs repeat each layer's) */
   size_t n0 = in->n;
   in->n = cal_obs_merge(in->obs, in->key, in->n);
   in->merged = n0 - in->n;

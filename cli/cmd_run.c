@@ -146,12 +146,14 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
   for (int r = 0; r < g->nranks; r++) total += (size_t)g->nops[r];
   store_measurement *ms = calloc(total + (size_t)g->iters, sizeof *ms);
   char **shapes = calloc(total, sizeof *shapes);
+  double *own = calloc(total + 1, sizeof *own);
   char place[SPEC_NGRPS][32];
   for (int k = 0; k < SPEC_NGRPS; k++) snprintf(place[k], sizeof place[k], "%s", spec_grp_name(k));
-  if (!ms || !shapes) {
-    free(ms), free(shapes);
+  if (!ms || !shapes || !own) {
+    free(ms), free(shapes), free(own);
     return pp_err_set(err, PP_NOMEM, "run: out of memory");
   }
+  be_job_coll_own(bp, g, own);
   size_t n = 0;
   for (int r = 0; r < g->nranks; r++)
     for (int i = 0; i < g->nops[r]; i++) {
@@ -169,6 +171,12 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
       if (op->kind == BE_OP_ATTN) json_object_set_new(sh, "causal", json_boolean(op->causal));
       if (op->kind == BE_OP_SEND || op->kind == BE_OP_RECV)
         json_object_set_new(sh, "peer", json_integer(op->peer));
+      if (op->kind == BE_OP_COLL) { /* calibrate fits own_s where the stride places the group */
+        double o_s = own[g->displ[r] + i];
+        int stride = be_group_stride(bp, op->group, c);
+        if (o_s > 0) json_object_set_new(sh, "own_s", json_real(o_s));
+        if (stride) json_object_set_new(sh, "stride", json_integer(stride));
+      }
       shapes[n] = json_dumps(sh, JSON_COMPACT | JSON_SORT_KEYS);
       json_decref(sh);
       store_measurement *m = &ms[n];
@@ -207,7 +215,7 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
   int rc = cli_save(o->db, &bp->model, c, p, &sc, bd, ms, n, &added, err);
   *stored = (int)added;
   for (size_t i = 0; i < nops_rows; i++) free(shapes[i]);
-  free(shapes), free(ms);
+  free(shapes), free(ms), free(own);
   return rc;
 }
 

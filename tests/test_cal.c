@@ -14,6 +14,10 @@
  *   - a holdout of 25% is kept out of the fit, and its error falls;
  *   - the robust (Cauchy) fit ignores five measurements made 3x slower where the plain fit
  *     is pulled away;
+ *   - GEMMs faster than gemm_eff = 1 allows: gemm_eff stays at its bound (sigma 0), not back
+ *     at its prior;
+ *   - a run's collectives (stored rows): their own time and stride used, left out without
+ *     them, repeats merged, a stride across nodes priced slower than one inside a node;
  *   - bad input: a zero and a NaN time, a group larger than the cluster, an unknown parameter,
  *     fewer measurements than parameters: PP_INPUT, nothing returned;
  *   - a calibration written with store_save_calibration to a new SQLite file reads back the
@@ -240,6 +244,75 @@ static void robust(void) {
   cm_model_destroy(w.cm);
 }
 
+/* GEMMs 25% faster than gemm_eff = 1 allows: the descent pushes gemm_eff past its upper
+ * bound; the fit keeps it there (value 1, sigma 0, informed) and fits the rest, rather than
+ * taking it back to its prior as a parameter that no longer moves anything. */
+static void at_bound(void) {
+  world w;
+  world_init(&w, "gemm_eff=1,gemm_k_half=300,kernel_us=7");
+  cal_obs o[64];
+  size_t n = make_gemms(&w, o, 0.0);
+  for (size_t i = 0; i < n; i++) o[i].time_s *= 0.75;
+  cal_result r;
+  pp_err err = {0};
+  CHECK_EQ(cal_fit(&w.m, &w.c, &w.prior, o, n, NULL, &r, &err), PP_OK);
+  const cal_param *q = param(&r, "gemm_eff");
+  CHECK(q && q->informed);
+  if (q) {
+    printf("at the bound: gemm_eff prior %g fitted %g sigma %g; MAPE %.2f%% -> %.2f%%\n",
+           q->prior, q->value, q->sigma, r.mape_before, r.mape_after);
+    CHECK_EQ(q->value, 1);
+    CHECK_EQ(q->sigma, 0);
+  }
+  CHECK(r.mape_after < r.mape_before);
+  cal_result_free(&r);
+  cm_model_destroy(w.cm);
+}
+
+/* A run's collectives as stored by `podplan run`: fitted from their own time (own_s) on the
+ * stride their group has (stride 2 over two dgx-a100 nodes is slower than stride 1 in one);
+ * left out without own_s or without a stride; repeats of one run merged per collective, bytes,
+ * ranks and stride. */
+static void run_colls(void) {
+  world w;
+  world_init(&w, "eff.nvlink=0.7");
+  pp_err err = {0};
+  spec_cluster c16;
+  CHECK_EQ(spec_cluster_load("dgx-a100", 16, &c16, &err), PP_OK);
+  store_measurement row = {.run_key = "run:x", .kind = "coll", .name = "all_reduce",
+                           .device = "cuda", .bytes = 1 << 24, .ranks = 8, .placement = "dp",
+                           .time_s = 9e-3,
+                           .shape_json = "{\"own_s\":0.002,\"stride\":2,\"rank\":0}"};
+  cal_obs o[4];
+  const char *why = NULL, *key[4] = {"run:x", "run:x", "run:x", "run:x"};
+  CHECK_EQ(cal_obs_from_row(&row, 7, &c16, &o[0], &why), 1);
+  CHECK_EQ(o[0].kind, CAL_COLL);
+  CHECK_EQ(o[0].time_s, 0.002);
+  CHECK_EQ(o[0].stride, 2);
+  CHECK_EQ(cal_obs_from_row(&row, 7, &w.c, &o[3], &why), 0); /* 15 GPUs wide on 8 */
+  CHECK(why && strstr(why, "larger than the cluster"));
+  row.shape_json = "{\"own_s\":0.004,\"stride\":2}";
+  CHECK_EQ(cal_obs_from_row(&row, 8, &c16, &o[1], &why), 1);
+  row.shape_json = "{\"own_s\":0.001,\"stride\":1}";
+  CHECK_EQ(cal_obs_from_row(&row, 9, &c16, &o[2], &why), 1);
+  size_t m = cal_obs_merge(o, key, 3);
+  CHECK_EQ(m, 2); /* the two stride-2 repeats into one, with their mean */
+  CHECK_NEAR(o[0].time_s, 0.003, 1e-15);
+  CHECK_EQ(o[1].stride, 1);
+  double pred[2];
+  CHECK_EQ(cal_predict(&w.m, &c16, &w.prior, NULL, o, 2, pred, &err), PP_OK);
+  printf("run collectives: all_reduce 16 MiB on 8 GPUs, stride 2: %.3g s, stride 1: %.3g s\n",
+         pred[0], pred[1]);
+  CHECK(pred[0] > 1.5 * pred[1]);
+  row.shape_json = "{\"stride\":1}";
+  CHECK_EQ(cal_obs_from_row(&row, 10, &c16, &o[3], &why), 0);
+  CHECK(why && strstr(why, "own time"));
+  row.shape_json = "{\"own_s\":0.001}";
+  CHECK_EQ(cal_obs_from_row(&row, 11, &c16, &o[3], &why), 0);
+  CHECK(why && strstr(why, "stride"));
+  cm_model_destroy(w.cm);
+}
+
 static void bad_input(void) {
   world w;
   world_init(&w, "eff.nvlink=0.7");
@@ -316,6 +389,8 @@ int main(void) {
   gemms_round_trip();
   ops_round_trip();
   robust();
+  at_bound();
+  run_colls();
   bad_input();
   stored();
   return check_status();

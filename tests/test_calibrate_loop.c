@@ -6,9 +6,11 @@
  *     --spread --layers 4 --launch "MPIEXEC -n 2 --oversubscribe" --holdout plans --json`:
  *     six plans spread over the ranking run for real (mpirun, OpenBLAS, MPI; 4 of the 8
  *     layers), six backend scores and their per-op measurements land in the store, and the
- *     fit (GSL) uses their GEMMs, attention and memory-bound ops and iterations: two whole
- *     plans (every observation of them) held out, GEMM efficiency and memory-bound efficiency
- *     fitted with a sigma, the iterations' in-sample error falls, each plan reported with its
+ *     fit (GSL) uses their GEMMs, attention and memory-bound ops, collectives (each from its own
+ *     time, stored with it, no longer than a member's) and iterations: two whole plans (every
+ *     observation of them) held out, GEMM efficiency fitted with a sigma, memory-bound
+ *     efficiency fitted (with a sigma, or at its bound), the iterations' in-sample error and
+ *     the fit's objective fall, each plan reported with its
  *     measured, before and after times; one calibration row, its inputs naming the search run
  *     and the six run keys. `--show` reads it back; `predict --calibration latest` on cpu-host
  *     gives another time than without it.
@@ -109,7 +111,15 @@ int main(int argc, char **argv) {
   CHECK_EQ(held, 2);
   CHECK(num(json_object_get(j, "params_fitted"), "gemm_eff", "value") > 0);
   CHECK(num(json_object_get(j, "params_fitted"), "gemm_eff", "sigma") > 0);
-  CHECK(num(json_object_get(j, "params_fitted"), "hbm_eff", "sigma") > 0);
+  /* hbm_eff: fitted, inside its bounds with a sigma or at its upper bound of 1 (sigma 0): the
+   * memory-bound ops of this host run near or above its nominal 10 GB/s */
+  double hbm = num(json_object_get(j, "params_fitted"), "hbm_eff", "value");
+  CHECK(num(json_object_get(j, "params_fitted"), "hbm_eff", "sigma") > 0 || hbm == 1);
+  /* the runs' collectives, from their own time (own_s); their error is not asserted: on a
+   * busy machine (ctest -j) a descheduled rank stretches them, and the fit lowers the RMS of
+   * log errors over everything, not each kind's MAPE */
+  json_t *co = json_object_get(json_object_get(j, "by_kind"), "collectives");
+  CHECK(num(co, "fitted", NULL) >= 1);
   json_t *it = json_object_get(json_object_get(j, "by_kind"), "iterations");
   CHECK_EQ((int)num(it, "fitted", NULL), 4);
   CHECK_EQ((int)num(it, "held_out", NULL), 2);
@@ -123,6 +133,9 @@ int main(int argc, char **argv) {
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'backend'"), 6);
   CHECK(tu_sql_int(db, "SELECT count(*) FROM measurements WHERE device = 'cpu' AND kind = "
                        "'gemm'") > 100);
+  CHECK(tu_sql_int(db, "SELECT count(*) FROM measurements WHERE kind = 'coll' AND "
+                       "json_extract(shape_json, '$.own_s') > 0 AND "
+                       "json_extract(shape_json, '$.own_s') <= time_s") > 10);
   CHECK_EQ(calibrations(), 1);
   CHECK_EQ(tu_sql_int(db, "SELECT json_extract(inputs_json, '$.search_run') FROM calibrations"),
            1);

@@ -1,5 +1,6 @@
 /* The executor on a stand-in device whose marks are known: every op's start and the end of
- * the last op come back (op_start has nops + 1 entries), per-op times are the differences of
+ * the last op come back (op_start has nops + 1 entries; marks those of every timed
+ * iteration), per-op times are the differences of
  * consecutive marks, and the iteration time is the last mark; sends and receives reach the
  * device with their op's batch_end. */
 #include "check.h"
@@ -72,6 +73,8 @@ int main(void) {
   for (int i = 0; i <= 3; i++) CHECK_NEAR(r.op_start[i], i * i * 1e-3, 1e-12);
   for (int i = 0; i < 3; i++) CHECK_NEAR(r.op_s[i], (2 * i + 1) * 1e-3, 1e-9);
   for (int it = 0; it < 2; it++) CHECK_NEAR(r.iter_s[it], 9e-3, 1e-12);
+  for (int it = 0; it < 2; it++) /* every timed iteration's marks */
+    for (int i = 0; i <= 3; i++) CHECK_NEAR(r.marks[it * 4 + i], i * i * 1e-3, 1e-12);
   be_exec_result_clear(&r);
 
   /* one batch: a send, then a receive that ends it, in each of the 4 iterations */

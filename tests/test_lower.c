@@ -6,7 +6,8 @@
  * nothing else while one is open), the message buffers hold the largest collective, send or
  * batch of receives, and interleaved schedules run each steady forward and its backward with
  * no message between them (Megatron's order). Reduced runs (--layers, --shrink) and bad
- * reductions; a reduced run needs the reduced model's cost model. */
+ * reductions; a reduced run needs the reduced model's cost model. Each group's GPU stride as
+ * the cost model would place it (be_group_stride). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,8 +354,41 @@ static void zero3(void) {
   be_plan_free(bp);
 }
 
+/* be_group_stride on tp=2 dp=8 over two 8-GPU nodes of dgx-h100: each TP pair lies in one
+ * node (stride 1); the DP group of the even GPUs starts node 0 and steps by 2 across both
+ * nodes (stride 2: cm_place_group(8, 2) places it so); the odd GPUs' DP group starts at GPU 1
+ * and crosses into node 1, which a placement from GPU 0 does not reproduce (0). */
+static void strides(void) {
+  be_plan *bp = NULL;
+  pp_err err = {0};
+  spec_cluster c;
+  CHECK_EQ(spec_cluster_load("dgx-h100", 16, &c, &err), PP_OK);
+  CHECK_EQ(lower("gpt3-1.3b", 16, "tp=2,dp=8,mbs=1,gbs=8", 2, 1, &bp, NULL, &err), PP_OK);
+  if (!bp) return;
+  int tp = 0, even = 0, odd = 0;
+  for (int g = 0; g < bp->ngroups; g++) {
+    const be_group *G = &bp->groups[g];
+    int first = bp->progs[G->ranks[0]].gpu, s = be_group_stride(bp, g, &c);
+    if (G->kind == SPEC_GRP_TP) {
+      CHECK_EQ(s, 1);
+      tp++;
+    } else if (G->kind == SPEC_GRP_DP && first == 0) {
+      CHECK_EQ(s, 2);
+      even++;
+    } else if (G->kind == SPEC_GRP_DP && first == 1) {
+      CHECK_EQ(s, 0);
+      odd++;
+    }
+  }
+  CHECK_EQ(tp, 8);
+  CHECK_EQ(even, 1);
+  CHECK_EQ(odd, 1);
+  be_plan_free(bp);
+}
+
 int main(void) {
   plans();
+  strides();
   zero3();
   long_context();
   reduced();

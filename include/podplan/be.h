@@ -120,6 +120,12 @@ void be_cm_params(const spec_model *m, cm_params *p);
 int be_lower(cm_model *cm, const spec_plan *p, const be_lower_opts *o, be_plan **out,
              pp_err *err);
 void be_plan_free(be_plan *bp);
+/* The stride of group grp's GPUs on cluster c when they sit as the cost model's
+ * cm_place_group(n, stride) puts a group of that size from GPU 0: first GPU + k * stride, and
+ * either the whole group is inside one node or the first GPU starts an NVLink domain (and a
+ * node), so that the two placements differ by a shift of whole nodes and domains; 0
+ * otherwise. */
+int be_group_stride(const be_plan *bp, int grp, const spec_cluster *c);
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
@@ -187,6 +193,8 @@ typedef struct be_exec_result {
   double *op_start; /* per op: start in the last timed iteration, seconds from its start;
                        op_start[nops]: the end of the last op */
   double *iter_s;   /* per timed iteration: this rank's time from the common start */
+  double *marks;    /* [it * (nops + 1) + i]: op i's start in timed iteration it (i = nops: the
+                       end), seconds from the iteration's barrier; NULL: not kept */
   int verified;     /* 1 when the verifying iteration passed */
 } be_exec_result;
 
@@ -255,6 +263,9 @@ typedef struct be_job_result {
   double *start;        /* all ranks' op starts: rank r's nops[r] + 1 begin at displ[r] + r */
   double *iter_s;       /* [rank * iters + it]: each rank's time of each timed iteration */
   double *job_s;        /* per timed iteration: the slowest rank's time */
+  double *marks;        /* every rank's be_exec_result.marks, rank r's at mdispl[r]; NULL when
+                           a rank kept none */
+  size_t *mdispl;
   int verified;         /* 1 when every rank's verifying iteration passed */
 } be_job_result;
 /* Collective: rank 0 gets every rank's result in *out; the other ranks get it empty. */
@@ -263,6 +274,12 @@ void be_job_result_clear(be_job_result *g);
 /* The job's iteration, per timed iteration the slowest rank's time: mean, min and max over
  * the timed iterations, and the rank slowest over all of them. */
 void be_job_iter_stats(const be_job_result *g, double *mean, double *lo, double *hi, int *slow);
+/* A collective's own time, apart from waiting for its group's last member: per timed
+ * iteration, the earliest member's end minus the last member's start (every iteration starts
+ * with a barrier of the job, so the members' marks share an origin), the mean over the
+ * iterations. own[displ[r] + i] gets it for collective op i of rank r (the k-th collective of
+ * a group on each member is one instance), 0 for other ops or without marks. */
+void be_job_coll_own(const be_plan *bp, const be_job_result *g, double *own);
 
 /* ---- microbenchmarks (podplan bench; be_bench.c) ------------------------------------------ */
 

@@ -35,6 +35,7 @@ typedef struct cal_obs {
   cm_coll coll;    /* CAL_COLL */
   double bytes;    /* CAL_COLL: nccl-tests' size (predict --collective's --bytes) */
   int ranks;       /* CAL_COLL */
+  int stride;      /* CAL_COLL: GPU stride of the group from GPU 0 (0 or 1: consecutive) */
   double m, n, k;  /* CAL_GEMM, CAL_OP attention */
   double batch;    /* CAL_GEMM, CAL_OP attention: 0 or 1 for one */
   cm_lop_kind lop; /* CAL_OP: CM_LOP_ATTN (m, n, k, batch, causal) or CM_LOP_MEM (bytes) */
@@ -110,13 +111,15 @@ int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err 
 int cal_params_list(const char *json, const char *origin, char *buf, size_t n, pp_err *err);
 
 /* A stored measurement (row id `id`) as an observation on cluster c: 1, or 0 with the reason
- * it is left out in *why (another kind, a CPU measurement on a GPU cluster, a run's group). */
+ * it is left out in *why (another kind, a CPU measurement on a GPU cluster, a run's collective
+ * without its own time or on a group placed otherwise than cm_place_group places one). */
 int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster *c,
                      cal_obs *out, const char **why);
 
-/* Merges the CAL_GEMM and CAL_OP observations of one run (the same key[i], e.g. the run's key;
- * NULL keys are never merged) and one shape into the first of them, with their mean time: a
- * run repeats each layer's ops, and a fit should weigh shapes, not repetitions. Others keep
+/* Merges the CAL_GEMM, CAL_OP and CAL_COLL observations of one run (the same key[i], e.g. the
+ * run's key; NULL keys are never merged) and one shape (a collective: its kind, bytes, ranks
+ * and stride) into the first of them, with their mean time: a run repeats each layer's ops on
+ * every member, and a fit should weigh shapes, not repetitions. Others keep
  * their order; obs and key are compacted in place. Returns the new count. NOMEM leaves them
  * as they were (returns n). */
 size_t cal_obs_merge(cal_obs *obs, const char **key, size_t n);
