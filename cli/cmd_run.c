@@ -147,13 +147,15 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
   store_measurement *ms = calloc(total + (size_t)g->iters, sizeof *ms);
   char **shapes = calloc(total, sizeof *shapes);
   double *own = calloc(total + 1, sizeof *own);
+  int *stride = calloc((size_t)bp->ngroups + 1, sizeof *stride);
   char place[SPEC_NGRPS][32];
   for (int k = 0; k < SPEC_NGRPS; k++) snprintf(place[k], sizeof place[k], "%s", spec_grp_name(k));
-  if (!ms || !shapes || !own) {
-    free(ms), free(shapes), free(own);
+  if (!ms || !shapes || !own || !stride) {
+    free(ms), free(shapes), free(own), free(stride);
     return pp_err_set(err, PP_NOMEM, "run: out of memory");
   }
   be_job_coll_own(bp, g, own);
+  for (int k = 0; k < bp->ngroups; k++) stride[k] = be_group_stride(bp, k, c);
   size_t n = 0;
   for (int r = 0; r < g->nranks; r++)
     for (int i = 0; i < g->nops[r]; i++) {
@@ -173,9 +175,8 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
         json_object_set_new(sh, "peer", json_integer(op->peer));
       if (op->kind == BE_OP_COLL) { /* calibrate fits own_s where the stride places the group */
         double o_s = own[g->displ[r] + i];
-        int stride = be_group_stride(bp, op->group, c);
         if (o_s > 0) json_object_set_new(sh, "own_s", json_real(o_s));
-        if (stride) json_object_set_new(sh, "stride", json_integer(stride));
+        if (stride[op->group]) json_object_set_new(sh, "stride", json_integer(stride[op->group]));
       }
       shapes[n] = json_dumps(sh, JSON_COMPACT | JSON_SORT_KEYS);
       json_decref(sh);
@@ -215,7 +216,7 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
   int rc = cli_save(o->db, &bp->model, c, p, &sc, bd, ms, n, &added, err);
   *stored = (int)added;
   for (size_t i = 0; i < nops_rows; i++) free(shapes[i]);
-  free(shapes), free(ms), free(own);
+  free(shapes), free(ms), free(own), free(stride);
   return rc;
 }
 
