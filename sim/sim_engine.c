@@ -476,75 +476,70 @@ static int wait_readable(int fd, double deadline) {
   }
 }
 
-int sim__in_child(sim__world *w, const char *platform_out, double deadline, sim_result *res,
-                  pp_err *err) {
-  /* the platform, with the routes of this run */
-  char tmp[] = "/tmp/podplan-platform-XXXXXX";
-  const char *path = platform_out;
-  int rc = PP_OK, tfd = -1;
-  if (!path) {
-    tfd = mkstemp(tmp);
-    if (tfd < 0) return pp_err_set(err, PP_IO, "sim: cannot create a temporary platform file: %s",
-                                   strerror(errno));
-    close(tfd);
-    path = tmp;
-  }
+/* Writes the platform with the routes of this run to `path`; a file the caller named
+ * (`named`) is written beside it and renamed when complete. */
+static int write_platform(sim__world *w, const char *path, int named, pp_err *err) {
   sim__pairs pairs = {0};
-  FILE *f = NULL;
   char *part = NULL;
-  int logfd = -1;
+  FILE *f = NULL;
+  int rc = PP_OK;
   if (sim__collect_pairs(w, &pairs, err) || sim__mark_private(w, err)) {
     rc = err->code;
     goto done;
   }
-  /* --platform-out: written beside the target and renamed when complete */
-  if (platform_out) {
-    size_t n = strlen(platform_out) + 16;
+  if (named) {
+    size_t n = strlen(path) + 16;
     part = malloc(n);
     if (!part) {
       rc = pp_err_set(err, PP_NOMEM, "sim: out of memory");
       goto done;
     }
-    snprintf(part, n, "%s.part", platform_out);
+    snprintf(part, n, "%s.part", path);
   }
   f = fopen(part ? part : path, "w");
   if (!f) {
     rc = pp_err_set(err, PP_INPUT, "%s: cannot write the platform: %s", path, strerror(errno));
     goto done;
   }
-  if (sim__platform_write(&w->topo, &pairs, f) || fclose(f)) {
-    f = NULL;
-    rc = pp_err_set(err, PP_IO, "%s: cannot write the platform: %s", path, strerror(errno));
-    goto done;
-  }
+  int bad = sim__platform_write(&w->topo, &pairs, f);
+  bad = fclose(f) || bad;
   f = NULL;
-  if (part && rename(part, path)) {
+  if (bad || (part && rename(part, path)))
     rc = pp_err_set(err, PP_IO, "%s: cannot write the platform: %s", path, strerror(errno));
-    goto done;
-  }
-  free(part), part = NULL;
-  /* SimGrid's own messages go to a file, so a failure is reported in one line */
-  char logpath[] = "/tmp/podplan-simlog-XXXXXX";
-  logfd = mkstemp(logpath);
-  if (logfd < 0) {
-    rc = pp_err_set(err, PP_IO, "sim: cannot create a temporary log file: %s", strerror(errno));
-    goto done;
-  }
-  unlink(logpath);
+done:
+  sim__pairs_free(&pairs);
+  if (part && rc) unlink(part);
+  free(part);
+  return rc;
+}
+
+/* What the child sent back, and how it ended. */
+typedef struct child_out {
+  wire h;
+  char loaded;                    /* 'L' once SimGrid loaded the platform */
+  int late, got, status;          /* past the deadline; every part read; wait4's status */
+  double wall_s, peak_rss_mib;
+  double *ends;                   /* [gpu] its end time */
+  double (*kinds)[SIM_NEVKINDS];  /* [gpu] its time by kind */
+  sim_event *ev;
+} child_out;
+
+static void child_out_free(child_out *c) { free(c->ends), free(c->kinds), free(c->ev); }
+
+/* Forks the child on the platform at `path` (its SimGrid log to logfd), reads what it sends
+ * until the deadline, and reaps it (killed when late). */
+static int run_child(sim__world *w, const char *path, int logfd, double deadline, child_out *c,
+                     pp_err *err) {
+  memset(c, 0, sizeof *c);
   int fds[2];
-  if (pipe(fds)) {
-    rc = pp_err_set(err, PP_IO, "sim: pipe: %s", strerror(errno));
-    goto done;
-  }
+  if (pipe(fds)) return pp_err_set(err, PP_IO, "sim: pipe: %s", strerror(errno));
   fflush(stdout);
   fflush(stderr);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = sim__mono_s();
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]), close(fds[1]);
-    rc = pp_err_set(err, PP_IO, "sim: fork: %s", strerror(errno));
-    goto done;
+    return pp_err_set(err, PP_IO, "sim: fork: %s", strerror(errno));
   }
   if (pid == 0) {
     close(fds[0]);
@@ -552,70 +547,67 @@ int sim__in_child(sim__world *w, const char *platform_out, double deadline, sim_
     child(w, path, fds[1]);
   }
   close(fds[1]);
-  wire h;
-  char loaded = 0;
-  double *ends = malloc((size_t)w->ngpu * sizeof *ends);
-  double(*kinds)[SIM_NEVKINDS] = malloc((size_t)w->ngpu * sizeof *kinds);
-  int late = wait_readable(fds[0], deadline);
-  int got = !late && read_all(fds[0], &loaded, 1) == 0 && loaded == 'L';
-  if (got) late = wait_readable(fds[0], deadline);
-  got = got && !late && ends && kinds && read_all(fds[0], &h, sizeof h) == 0;
-  if (got && h.status == 0)
-    got = read_all(fds[0], ends, (size_t)w->ngpu * sizeof *ends) == 0 &&
-          read_all(fds[0], kinds, (size_t)w->ngpu * sizeof *kinds) == 0;
-  sim_event *ev = NULL;
-  if (got && h.status == 0 && h.nevents) {
-    ev = malloc(h.nevents * sizeof *ev);
-    got = ev && read_all(fds[0], ev, h.nevents * sizeof *ev) == 0;
+  c->ends = malloc((size_t)w->ngpu * sizeof *c->ends);
+  c->kinds = malloc((size_t)w->ngpu * sizeof *c->kinds);
+  c->late = wait_readable(fds[0], deadline);
+  int got = !c->late && read_all(fds[0], &c->loaded, 1) == 0 && c->loaded == 'L';
+  if (got) c->late = wait_readable(fds[0], deadline);
+  got = got && !c->late && c->ends && c->kinds && read_all(fds[0], &c->h, sizeof c->h) == 0;
+  if (got && c->h.status == 0)
+    got = read_all(fds[0], c->ends, (size_t)w->ngpu * sizeof *c->ends) == 0 &&
+          read_all(fds[0], c->kinds, (size_t)w->ngpu * sizeof *c->kinds) == 0;
+  if (got && c->h.status == 0 && c->h.nevents) {
+    c->ev = malloc(c->h.nevents * sizeof *c->ev);
+    got = c->ev && read_all(fds[0], c->ev, c->h.nevents * sizeof *c->ev) == 0;
   }
+  c->got = got;
   close(fds[0]);
-  if (late) kill(pid, SIGKILL);
-  int st = 0;
+  if (c->late) kill(pid, SIGKILL);
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
-  wait4(pid, &st, 0, &ru);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (late) {
-    rc = pp_err_set(err, PP_LIMIT, "sim: stopped at its time limit (%.3g s of the run)",
-                    (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    free(ends), free(kinds), free(ev);
-    goto done;
-  }
-  if (!got || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    if (got && h.status)
-      rc = pp_err_set(err, PP_INTERNAL, "%s", h.msg);
-    else {
-      char why[400];
-      log_reason(logfd, why, sizeof why);
-      if (loaded != 'L')
-        rc = pp_err_set(err, PP_INPUT, "%s: SimGrid rejected the platform%s%s", path,
-                        *why ? ": " : "", *why ? why : "(no message)");
-      else if (WIFSIGNALED(st))
-        rc = pp_err_set(err, PP_INTERNAL, "sim: SimGrid died (signal %d) on platform %s%s%s",
-                        WTERMSIG(st), path, *why ? ": " : "", why);
-      else
-        rc = pp_err_set(err, PP_INTERNAL, "sim: SimGrid failed (exit %d) on platform %s%s%s",
-                        WIFEXITED(st) ? WEXITSTATUS(st) : -1, path, *why ? ": " : "", why);
-    }
-    free(ends), free(kinds), free(ev);
-    goto done;
-  }
+  wait4(pid, &c->status, 0, &ru);
+  c->wall_s = sim__mono_s() - t0;
+  c->peak_rss_mib = ru.ru_maxrss / 1024.0;
+  return PP_OK;
+}
+
+/* Why a child that did not send a whole result failed, as an error. */
+static int child_error(const child_out *c, int logfd, const char *path, pp_err *err) {
+  int st = c->status;
+  if (c->late)
+    return pp_err_set(err, PP_LIMIT, "sim: stopped at its time limit (%.3g s of the run)",
+                      c->wall_s);
+  if (c->got && c->h.status) return pp_err_set(err, PP_INTERNAL, "%s", c->h.msg);
+  char why[400];
+  log_reason(logfd, why, sizeof why);
+  if (c->loaded != 'L')
+    return pp_err_set(err, PP_INPUT, "%s: SimGrid rejected the platform%s%s", path,
+                      *why ? ": " : "", *why ? why : "(no message)");
+  if (WIFSIGNALED(st))
+    return pp_err_set(err, PP_INTERNAL, "sim: SimGrid died (signal %d) on platform %s%s%s",
+                      WTERMSIG(st), path, *why ? ": " : "", why);
+  return pp_err_set(err, PP_INTERNAL, "sim: SimGrid failed (exit %d) on platform %s%s%s",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : -1, path, *why ? ": " : "", why);
+}
+
+/* The run's result from what the child sent: the slowest GPU's time, split by kind. Takes
+ * the events and the end times. */
+static void fill_result(sim__world *w, child_out *c, sim_result *res) {
   memset(res, 0, sizeof *res);
-  res->sim_wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-  res->messages = h.messages;
-  res->peak_rss_mib = ru.ru_maxrss / 1024.0;
+  res->sim_wall_s = c->wall_s;
+  res->messages = c->h.messages;
+  res->peak_rss_mib = c->peak_rss_mib;
   res->ranks = w->ngpu;
-  memcpy(res->util_mean, h.util_mean, sizeof h.util_mean);
-  memcpy(res->util_max, h.util_max, sizeof h.util_max);
-  res->levels_present = h.levels_present;
-  res->events = ev;
-  res->nevents = h.nevents;
-  /* the slowest GPU and its time by kind */
+  memcpy(res->util_mean, c->h.util_mean, sizeof c->h.util_mean);
+  memcpy(res->util_max, c->h.util_max, sizeof c->h.util_max);
+  res->levels_present = c->h.levels_present;
+  res->events = c->ev, c->ev = NULL;
+  res->nevents = c->h.nevents;
   int slow = 0;
   for (int g = 0; g < w->ngpu; g++)
-    if (ends[g] > ends[slow]) slow = g;
-  res->iter_time_s = ends[slow];
-  double *k = kinds[slow];
+    if (c->ends[g] > c->ends[slow]) slow = g;
+  res->iter_time_s = c->ends[slow];
+  const double *k = c->kinds[slow];
   res->t.compute_s = k[SIM_EV_FORWARD] + k[SIM_EV_BACKWARD];
   res->t.tp_comm_s = k[SIM_EV_TP];
   res->t.cp_comm_s = k[SIM_EV_CP];
@@ -626,15 +618,34 @@ int sim__in_child(sim__world *w, const char *platform_out, double deadline, sim_
   double rest = res->iter_time_s - res->t.compute_s - res->t.tp_comm_s - res->t.cp_comm_s -
                 res->t.ep_comm_s - res->t.dp_comm_s - res->t.optimizer_s;
   res->t.pp_bubble_s = rest > 0 ? rest : 0; /* waiting on the pipeline, transfers included */
-  if (w->gpu_end) memcpy(w->gpu_end, ends, (size_t)w->ngpu * sizeof *ends);
-  else w->gpu_end = ends, ends = NULL;
-  free(ends);
-  free(kinds);
-done:
-  sim__pairs_free(&pairs);
-  if (f) fclose(f);
-  if (part) unlink(part);
-  free(part);
+  if (w->gpu_end) memcpy(w->gpu_end, c->ends, (size_t)w->ngpu * sizeof *c->ends);
+  else w->gpu_end = c->ends, c->ends = NULL;
+}
+
+int sim__in_child(sim__world *w, const char *platform_out, double deadline, sim_result *res,
+                  pp_err *err) {
+  char tmp[] = "/tmp/podplan-platform-XXXXXX", logpath[] = "/tmp/podplan-simlog-XXXXXX";
+  const char *path = platform_out;
+  if (!path) {
+    int tfd = mkstemp(tmp);
+    if (tfd < 0) return pp_err_set(err, PP_IO, "sim: cannot create a temporary platform file: %s",
+                                   strerror(errno));
+    close(tfd);
+    path = tmp;
+  }
+  int rc = write_platform(w, path, platform_out != NULL, err), logfd = -1;
+  /* SimGrid's own messages go to a file, so a failure is reported in one line */
+  if (!rc && (logfd = mkstemp(logpath)) < 0)
+    rc = pp_err_set(err, PP_IO, "sim: cannot create a temporary log file: %s", strerror(errno));
+  if (logfd >= 0) unlink(logpath);
+  child_out c;
+  if (!rc && !(rc = run_child(w, path, logfd, deadline, &c, err))) {
+    if (c.late || !c.got || !WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0)
+      rc = child_error(&c, logfd, path, err);
+    else
+      fill_result(w, &c, res);
+    child_out_free(&c);
+  }
   if (logfd >= 0) close(logfd);
   if (!platform_out) unlink(tmp);
   return rc;
