@@ -35,7 +35,8 @@ static const char *const coll_names[] = {
     "nvlstree.gamma",  "nvlstree.base_us", "pat.half_bytes",  "pat.gamma",
     "pat.base_us",     NULL};
 static const char *const gemm_names[] = {"gemm_eff", "gemm_k_half", "kernel_us", NULL};
-static const char *const op_names[] = {"attn_fwd_eff", "hbm_eff", "kernel_us", NULL};
+static const char *const op_names[] = {"attn_fwd_eff", "attn_bwd_eff", "hbm_eff", "kernel_us",
+                                       NULL};
 /* whole iterations: constants every run shares (never one per run) */
 static const char *const iter_names[] = {"gemm_eff", "attn_fwd_eff", "attn_bwd_eff", "hbm_eff",
                                          "eff.nvlink", "eff.net", NULL};
@@ -76,10 +77,12 @@ static double to_value(const fitp *f, double u) {
 static double to_fit(const fitp *f, double v) { return f->logscale ? log(v) : v; }
 
 static double predict_one(cm_model *cm, const cal_obs *o) {
+  if (o->kind == CAL_OP && o->lop == CM_LOP_ATTN)
+    return cm_attn_time(cm, o->m, o->n, o->k, o->batch > 1 ? o->batch : 1, o->causal,
+                        o->backward);
   if (o->kind == CAL_GEMM || o->kind == CAL_OP) {
     cm_lop op = {.kind = o->kind == CAL_GEMM ? CM_LOP_GEMM : o->lop, .m = o->m, .n = o->n,
-                 .k = o->k, .batch = o->batch > 1 ? o->batch : 1, .causal = o->causal,
-                 .bytes = o->bytes};
+                 .k = o->k, .batch = o->batch > 1 ? o->batch : 1, .bytes = o->bytes};
     return cm_lop_time(cm, &op);
   }
   cm_place pl;

@@ -54,6 +54,8 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
     }
     json_t *s = json_loads(r->shape_json ? r->shape_json : "{}", 0, NULL);
     json_t *b = json_object_get(s, "batch");
+    const char *ev = json_string_value(json_object_get(s, "ev"));
+    out->attn_product = strcmp(r->name, "attn") == 0 && ev && strcmp(ev, "backward") == 0;
     out->m = json_number_value(json_object_get(s, "m"));
     out->n = json_number_value(json_object_get(s, "n"));
     out->k = json_number_value(json_object_get(s, "k"));
@@ -69,7 +71,8 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
     json_t *s = json_loads(r->shape_json ? r->shape_json : "{}", 0, NULL);
     const char *op = json_string_value(json_object_get(s, "op"));
     const char *ev = json_string_value(json_object_get(s, "ev"));
-    json_t *causal = json_object_get(s, "causal");
+    json_t *causal = json_object_get(s, "causal"), *rc = json_object_get(s, "recompute");
+    int fwd = ev && strcmp(ev, "forward") == 0, bwd = ev && strcmp(ev, "backward") == 0;
     out->kind = CAL_OP;
     if (on_cpu != c->gpu.cpu) {
       *why = other;
@@ -78,12 +81,17 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
       if (!(r->bytes > 0)) *why = "a memory-bound op without its bytes";
     } else if (!op || strcmp(op, "attn")) {
       *why = "an op the cost model does not price alone (barrier)";
-    } else if (!ev || strcmp(ev, "forward")) {
-      *why = "a backward or recomputed attention (priced within a layer, not alone)";
+    } else if (!fwd && !bwd) {
+      *why = "an attention outside the forward and backward passes";
     } else if (!json_is_boolean(causal)) {
       *why = "an attention without its causal flag (a run before podplan recorded it)";
+    } else if (bwd && !json_is_boolean(rc)) {
+      *why = "a backward attention without its recompute flag (a run before podplan recorded it)";
     } else {
+      /* a recomputed forward runs as the forward; the backward's two passes, with its score
+       * product, become one observation of the whole backward (cal_obs_merge) */
       out->lop = CM_LOP_ATTN, out->causal = json_is_true(causal);
+      out->backward = bwd && !json_is_true(rc);
       out->m = json_number_value(json_object_get(s, "m"));
       out->n = json_number_value(json_object_get(s, "n"));
       out->k = json_number_value(json_object_get(s, "k"));
@@ -119,6 +127,9 @@ static int gemm_cmp(const void *a, const void *b) {
   if (x->o->batch != y->o->batch) return x->o->batch < y->o->batch ? -1 : 1;
   if (x->o->bytes != y->o->bytes) return x->o->bytes < y->o->bytes ? -1 : 1;
   if (x->o->causal != y->o->causal) return x->o->causal < y->o->causal ? -1 : 1;
+  if (x->o->backward != y->o->backward) return x->o->backward < y->o->backward ? -1 : 1;
+  if (x->o->attn_product != y->o->attn_product)
+    return x->o->attn_product < y->o->attn_product ? -1 : 1;
   if (x->o->coll != y->o->coll) return x->o->coll < y->o->coll ? -1 : 1;
   if (x->o->ranks != y->o->ranks) return x->o->ranks < y->o->ranks ? -1 : 1;
   if (x->o->stride != y->o->stride) return x->o->stride < y->o->stride ? -1 : 1;
@@ -162,6 +173,34 @@ size_t cal_obs_merge(cal_obs *obs, const char **key, size_t n) {
       obs[m++].time_s = sum[i] / cnt[i];
     }
   free(r), free(into), free(sum), free(cnt);
+  return m;
+}
+
+/* 1 when g is the score product of the backward attention a (the same run). */
+static int product_of(const cal_obs *a, const char *ka, const cal_obs *g, const char *kg) {
+  return g->kind == CAL_GEMM && g->attn_product && ka && kg && strcmp(ka, kg) == 0 &&
+         g->m == a->m && g->n == a->k && g->k == ceil(a->n / 2) &&
+         (g->batch > 1 ? g->batch : 1) == (a->batch > 1 ? a->batch : 1);
+}
+
+size_t cal_obs_fold_attn(cal_obs *obs, const char **key, size_t n, size_t *unpaired) {
+  unsigned char *gone = calloc(n + 1, 1);
+  *unpaired = 0;
+  if (!gone) return n;
+  for (size_t i = 0; i < n; i++) {
+    cal_obs *a = &obs[i];
+    if (a->kind != CAL_OP || a->lop != CM_LOP_ATTN || !a->backward) continue;
+    size_t j = 0;
+    while (j < n && !product_of(a, key[i], &obs[j], key[j])) j++;
+    if (j == n)
+      gone[i] = 1, ++*unpaired;
+    else
+      a->time_s = 2 * a->time_s + obs[j].time_s;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!gone[i]) obs[m] = obs[i], key[m++] = key[i];
+  free(gone);
   return m;
 }
 

@@ -84,7 +84,7 @@ static const char usage[] =
     "  --json          calibration_id, measurements, params_fitted (name: value, sigma, prior),\n"
     "                  not_informed, mape_before/after, bias_before/after, holdout_mape_before/\n"
     "                  after, rms_log_before/after, collectives_by_size, by_kind, skipped,\n"
-    "                  merged; with runs: plans, kendall_tau_before/after,\n"
+    "                  merged, folded; with runs: plans, kendall_tau_before/after,\n"
     "                  holdout_kendall_tau_before/after; with --runs calibration_ids,\n"
     "                  by_source, ranking (docs/cli.md lists them)\n"
     "  -h, --help      this text\n";
@@ -137,6 +137,7 @@ typedef struct inputs {
   int why_n[12], nwhy;
   int max_ranks;
   size_t merged;     /* a run's GEMMs, ops and collectives merged into one per shape and run */
+  size_t folded;     /* backward attentions whose score product was folded in */
   const char *const *only; /* run keys (NULL-terminated), or NULL: every run */
 } inputs;
 
@@ -218,9 +219,16 @@ static void to_obs(inputs *in, const spec_cluster *c) {
     in->run_of[in->n++] = -1;
   }
   /* a run's GEMMs, ops, collectives: one observation per shape (runs repeat each layer's) */
-  size_t n0 = in->n;
+  size_t n0 = in->n, unpaired = 0;
   in->n = cal_obs_merge(in->obs, in->key, in->n);
   in->merged = n0 - in->n;
+  in->n = cal_obs_fold_attn(in->obs, in->key, in->n, &unpaired);
+  for (size_t i = 0; i < in->n; i++) {
+    const cal_obs *ob = &in->obs[i];
+    in->folded += ob->kind == CAL_OP && ob->lop == CM_LOP_ATTN && ob->backward;
+  }
+  for (size_t k = 0; k < unpaired; k++)
+    skip(in, "a backward attention without its score product (flash attention off)");
   for (size_t i = 0; i < in->nruns; i++) {
     if (!wanted(in, in->runs[i].run_key)) continue;
     pp_err e = {0};
@@ -385,6 +393,9 @@ static void print_fit(const cal_result *r, const inputs *in, const fit_report *f
   if (in->merged)
     printf("  merged: %zu repeats of an op's shape within a run (one observation per shape, the "
            "mean time)\n", in->merged);
+  if (in->folded)
+    printf("  folded: %zu backward attentions (two passes and the score product, one observation "
+           "of the whole backward; the product also a GEMM)\n", in->folded);
   for (int k = 0; k < in->nwhy; k++) printf("  left out: %d, %s\n", in->why_n[k], in->why[k]);
   printf("  %-20s %14s %14s %12s\n", "parameter", "prior", "fitted", "sigma");
   for (size_t j = 0; j < r->nparams; j++)
@@ -435,6 +446,7 @@ static void print_json(const cal_result *r, const inputs *in, const fit_report *
   json_object_set_new(o, "not_informed", ni);
   json_object_set_new(o, "skipped", sk);
   json_object_set_new(o, "merged", json_integer((json_int_t)in->merged));
+  json_object_set_new(o, "folded", json_integer((json_int_t)in->folded));
   json_object_set_new(o, "by_kind", kinds_json(f));
   if (f->nplans) {
     json_object_set_new(o, "plans", plans_json(in, r));

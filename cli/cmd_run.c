@@ -170,7 +170,10 @@ static int save(const run_opts *o, const be_plan *bp, const spec_cluster *c, con
         json_object_set_new(sh, "k", json_integer(op->k));
         json_object_set_new(sh, "batch", json_integer(op->batch));
       }
-      if (op->kind == BE_OP_ATTN) json_object_set_new(sh, "causal", json_boolean(op->causal));
+      if (op->kind == BE_OP_ATTN) { /* calibrate tells a recomputed forward from a backward */
+        json_object_set_new(sh, "causal", json_boolean(op->causal));
+        json_object_set_new(sh, "recompute", json_boolean(op->recompute));
+      }
       if (op->kind == BE_OP_SEND || op->kind == BE_OP_RECV)
         json_object_set_new(sh, "peer", json_integer(op->peer));
       if (op->kind == BE_OP_COLL) { /* calibrate fits own_s where the stride places the group */

@@ -102,10 +102,9 @@ void cm__layer_cost(const cm_model *cm, const cm__cfg *g, cm__layer *L) {
 
   /* attention core */
   double attn_f, attn_b, heads = b * a / t;
-  if (p->flash_attention) {
-    double fl = 2.0 * heads * (s / c) * s * dh; /* causal: half of 4 b a s^2 dh, CP-balanced */
-    attn_f = fl / (cm->peak_bf16_flops * p->attn_fwd_eff) + p->kernel_us * 1e-6;
-    attn_b = 2.5 * fl / (cm->peak_bf16_flops * p->attn_bwd_eff) + p->kernel_us * 1e-6;
+  if (p->flash_attention) { /* causal: half of 4 b a s^2 dh, CP-balanced */
+    attn_f = cm_attn_time(cm, s / c, s, dh, heads, 1, 0);
+    attn_b = cm_attn_time(cm, s / c, s, dh, heads, 1, 1);
   } else {
     double elems = heads * (s / c) * s;
     gemm3 qk = gemm_fb(cm, s / c, s, dh, heads), pv = gemm_fb(cm, s / c, dh, s, heads);

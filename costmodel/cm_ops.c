@@ -86,7 +86,7 @@ static void attention_fwd(ops *L, const cm_model *cm, const shape *S) {
 static void attention_bwd(ops *L, const cm_model *cm, const shape *S) {
   double kvb = 2.0 * S->b * (S->s / S->c) * S->kv * S->dh / S->t * cm->act_bytes;
   cm_lop at = {.kind = CM_LOP_ATTN, .name = "attn", .m = S->s / S->c, .n = S->s, .k = S->dh,
-               .batch = S->b * S->a / S->t, .causal = 1};
+               .batch = S->b * S->a / S->t, .causal = 1, .backward = 1};
   put(L, at);
   put(L, at);
   /* flash attention recomputes the scores: one more product of the same size */
@@ -220,11 +220,22 @@ double cm_lop_flops(const cm_lop *op) {
   return 0;
 }
 
+/* Attention FLOPs at the forward's or the backward's efficiency, plus one kernel. */
+static double attn_s(const cm_model *cm, double flops, int backward) {
+  return flops / (cm->peak_bf16_flops * (backward ? cm->p.attn_bwd_eff : cm->p.attn_fwd_eff)) +
+         cm->p.kernel_us * 1e-6;
+}
+
+double cm_attn_time(const cm_model *cm, double m, double n, double k, double batch, int causal,
+                    int backward) {
+  cm_lop a = {.kind = CM_LOP_ATTN, .m = m, .n = n, .k = k, .batch = batch, .causal = causal};
+  return attn_s(cm, cm_lop_flops(&a) * (backward ? 2.5 : 1.0), backward);
+}
+
 double cm_lop_time(const cm_model *cm, const cm_lop *op) {
   switch (op->kind) {
   case CM_LOP_GEMM: return cm__gemm(cm, op->m, op->n, op->k, op->batch, cm->peak_flops, NULL);
-  case CM_LOP_ATTN:
-    return cm_lop_flops(op) / (cm->peak_bf16_flops * cm->p.attn_fwd_eff) + cm->p.kernel_us * 1e-6;
+  case CM_LOP_ATTN: return attn_s(cm, cm_lop_flops(op), op->backward);
   case CM_LOP_MEM: return cm__mem_time(cm, op->bytes);
   default: return 0;
   }

@@ -7,10 +7,16 @@
  *     rings only; on H100 the model takes the faster of NVLS and ring, a piecewise function
  *     whose kinks can hold a descent: the fit's several starts are for that);
  *   - GEMMs of 64 shapes from known gemm_eff, gemm_k_half and kernel_us, 1% noise: the same;
- *   - a run's ops on a cluster of CPU ranks (cpu-host): 16 forward attentions and 16
- *     memory-bound ops from known attn_fwd_eff, hbm_eff and kernel_us, 1% noise, each op
- *     repeated three times under one run key and merged (cal_obs_merge) into 32 observations
- *     with the mean time, plus one op of another run kept apart: fitted back the same way;
+ *   - a run's ops on a cluster of CPU ranks (cpu-host): 16 forward attentions, 16 whole
+ *     attention backwards and 16 memory-bound ops from known attn_fwd_eff, attn_bwd_eff,
+ *     hbm_eff and kernel_us, 1% noise, each op repeated three times under one run key and
+ *     merged (cal_obs_merge) into 48 observations with the mean time, plus one op of another
+ *     run kept apart: fitted back the same way;
+ *   - a backward attention from stored rows: its two passes and its score product (a GEMM row
+ *     named attn) folded (cal_obs_fold_attn) into one observation, 2 x the passes' mean + the
+ *     product, the product still a GEMM; a recomputed attention an observation of the forward;
+ *     one without its product dropped and counted; one from a run that did not record the
+ *     recompute flag left out;
  *   - a holdout of 25% is kept out of the fit, and its error falls;
  *   - the robust (Cauchy) fit ignores five measurements made 3x slower where the plain fit
  *     is pulled away;
@@ -192,10 +198,11 @@ static void ops_round_trip(void) {
   CHECK(w.c.gpu.cpu);
   cm_params_default(&w.m, &w.prior);
   w.truth = w.prior;
-  CHECK_EQ(cm_params_apply(&w.truth, "attn_fwd_eff=0.15,hbm_eff=0.4,kernel_us=20", &err), PP_OK);
+  CHECK_EQ(cm_params_apply(&w.truth, "attn_fwd_eff=0.15,attn_bwd_eff=0.12,hbm_eff=0.4,kernel_us=20",
+                           &err), PP_OK);
   CHECK_EQ(cm_model_create(&w.m, &w.c, &w.truth, &w.cm, &err), PP_OK);
-  cal_obs o[128];
-  const char *key[128];
+  cal_obs o[160];
+  const char *key[160];
   size_t n = 0;
   for (int i = 0; i < 16; i++)
     for (int rep = 0; rep < 3; rep++) {
@@ -211,16 +218,80 @@ static void ops_round_trip(void) {
                        .time_s = tb * exp(0.01 * gauss())};
       key[n++] = "run:a";
     }
+  for (int i = 0; i < 16; i++) /* whole attention backwards of the same shapes */
+    for (int rep = 0; rep < 3; rep++) {
+      double m = 128.0 * (1 << (i % 4)), b = 1 + i / 4;
+      double tw = cm_attn_time(w.cm, m, m, 64, b, 1, 1);
+      o[n] = (cal_obs){.kind = CAL_OP, .id = (int64_t)n + 1, .lop = CM_LOP_ATTN, .m = m, .n = m,
+                       .k = 64, .batch = b, .causal = 1, .backward = 1,
+                       .time_s = tw * exp(0.01 * gauss())};
+      key[n++] = "run:a";
+    }
   /* the same shape in another run stays its own observation */
   o[n] = o[0];
   key[n++] = "run:b";
   double mean0 = (o[0].time_s + o[2].time_s + o[4].time_s) / 3;
   size_t m = cal_obs_merge(o, key, n);
-  CHECK_EQ(m, 33);
+  CHECK_EQ(m, 49);
   CHECK_NEAR(o[0].time_s, mean0, 1e-12);
   CHECK_STREQ(key[m - 1], "run:b");
-  const char *back[] = {"attn_fwd_eff", "hbm_eff", "kernel_us", NULL};
+  const char *back[] = {"attn_fwd_eff", "attn_bwd_eff", "hbm_eff", "kernel_us", NULL};
   fit_back(&w, "ops on cpu-host", o, m, back); /* the op candidates */
+}
+
+/* The rows `podplan run` stores for one layer's attention on CPU ranks (forward, its two
+ * backward passes and score product, a recomputed forward), as cal_obs_from_row, cal_obs_merge
+ * and cal_obs_fold_attn turn them into observations. */
+static void attn_rows(void) {
+  pp_err err = {0};
+  spec_cluster c;
+  CHECK_EQ(spec_cluster_load("cpu-host", 2, &c, &err), PP_OK);
+  const char *pass = "{\"op\":\"attn\",\"ev\":\"backward\",\"causal\":true,\"recompute\":false,"
+                     "\"m\":512,\"n\":512,\"k\":64,\"batch\":8}";
+  const char *prod = "{\"op\":\"gemm\",\"ev\":\"backward\",\"m\":512,\"n\":64,\"k\":256,"
+                     "\"batch\":8}";
+  const char *recomp = "{\"op\":\"attn\",\"ev\":\"backward\",\"causal\":true,"
+                       "\"recompute\":true,\"m\":512,\"n\":512,\"k\":64,\"batch\":8}";
+  const char *lone = "{\"op\":\"attn\",\"ev\":\"backward\",\"causal\":true,\"recompute\":false,"
+                     "\"m\":256,\"n\":256,\"k\":64,\"batch\":8}";
+  const char *old = "{\"op\":\"attn\",\"ev\":\"backward\",\"causal\":true,"
+                    "\"m\":512,\"n\":512,\"k\":64,\"batch\":8}";
+  store_measurement rows[] = {
+      {.run_key = "run:r", .kind = "op", .name = "attn", .device = "cpu", .time_s = 0.010,
+       .shape_json = pass},
+      {.run_key = "run:r", .kind = "op", .name = "attn", .device = "cpu", .time_s = 0.012,
+       .shape_json = pass},
+      {.run_key = "run:r", .kind = "gemm", .name = "attn", .device = "cpu", .time_s = 0.002,
+       .shape_json = prod},
+      {.run_key = "run:r", .kind = "op", .name = "attn", .device = "cpu", .time_s = 0.005,
+       .shape_json = recomp},
+      {.run_key = "run:r", .kind = "op", .name = "attn", .device = "cpu", .time_s = 0.003,
+       .shape_json = lone},
+      {.run_key = "run:r", .kind = "op", .name = "attn", .device = "cpu", .time_s = 0.010,
+       .shape_json = old},
+  };
+  cal_obs o[6];
+  const char *key[6], *why = NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < 6; i++) {
+    if (cal_obs_from_row(&rows[i], (int64_t)i + 1, &c, &o[n], &why)) key[n++] = "run:r";
+  }
+  CHECK_EQ(n, 5);
+  CHECK(why && strstr(why, "recompute flag")); /* the last row, from an older run */
+  CHECK(o[0].backward && o[1].backward && !o[3].backward && o[4].backward);
+  CHECK(o[2].kind == CAL_GEMM && o[2].attn_product);
+  n = cal_obs_merge(o, key, n); /* the two passes into one, their mean */
+  CHECK_EQ(n, 4);
+  size_t unpaired = 0;
+  n = cal_obs_fold_attn(o, key, n, &unpaired);
+  CHECK_EQ(n, 3);
+  CHECK_EQ(unpaired, 1);
+  CHECK(o[0].kind == CAL_OP && o[0].backward);
+  CHECK_NEAR(o[0].time_s, 2 * 0.011 + 0.002, 1e-15);
+  CHECK(o[1].kind == CAL_GEMM && o[1].attn_product); /* the product, a GEMM as well */
+  CHECK_NEAR(o[1].time_s, 0.002, 1e-15);
+  CHECK(o[2].kind == CAL_OP && !o[2].backward); /* the recomputed forward */
+  CHECK_NEAR(o[2].time_s, 0.005, 1e-15);
 }
 
 static void robust(void) {
@@ -388,6 +459,7 @@ int main(void) {
   colls_round_trip();
   gemms_round_trip();
   ops_round_trip();
+  attn_rows();
   robust();
   at_bound();
   run_colls();

@@ -23,7 +23,7 @@
 typedef enum {
   CAL_COLL, /* a collective on the cluster's first `ranks` GPUs (as predict --collective) */
   CAL_GEMM, /* an m x n x k GEMM on one GPU (batch of them when batch > 1) */
-  CAL_OP,   /* another op of a run priced alone (cm_lop_time): forward attention, memory-bound */
+  CAL_OP,   /* another op of a run priced alone (cm_lop_time): attention, memory-bound */
   CAL_ITER, /* a whole iteration of a plan (a published run, a backend run) */
   CAL_NKINDS
 } cal_kind;
@@ -38,8 +38,12 @@ typedef struct cal_obs {
   int stride;      /* CAL_COLL: GPU stride of the group from GPU 0 (0 or 1: consecutive) */
   double m, n, k;  /* CAL_GEMM, CAL_OP attention */
   double batch;    /* CAL_GEMM, CAL_OP attention: 0 or 1 for one */
-  cm_lop_kind lop; /* CAL_OP: CM_LOP_ATTN (m, n, k, batch, causal) or CM_LOP_MEM (bytes) */
+  cm_lop_kind lop; /* CAL_OP: CM_LOP_ATTN (m, n, k, batch, causal, backward) or CM_LOP_MEM
+                      (bytes) */
   int causal;      /* CAL_OP attention */
+  int backward;    /* CAL_OP attention: its whole backward (cm_attn_time) */
+  int attn_product; /* CAL_GEMM: a backward attention's score product (cal_obs_fold_attn adds
+                       its time to that attention's backward) */
   /* CAL_ITER: the run's own model, cluster, resolved plan and parameters (its software
    * settings; the fitted values go on top) */
   const spec_model *model;
@@ -123,6 +127,14 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
  * their order; obs and key are compacted in place. Returns the new count. NOMEM leaves them
  * as they were (returns n). */
 size_t cal_obs_merge(cal_obs *obs, const char **key, size_t n);
+
+/* After cal_obs_merge: each backward attention of a run (its two passes, one observation of
+ * the pass's mean) becomes one observation of the whole backward, 2 passes + its score product
+ * (a GEMM of m x k x n/2 of the same run), as cm_attn_time prices it; the product stays a GEMM
+ * observation as well (its shape informs the GEMM model). A backward attention without its
+ * product (flash attention off: the layer cost prices no attention kernel) is dropped and
+ * counted in *unpaired. Compacts obs and key in place and returns the new count. */
+size_t cal_obs_fold_attn(cal_obs *obs, const char **key, size_t n, size_t *unpaired);
 
 /* What a calibration records (malloc'd JSON; NULL when out of memory): per observation its id,
  * measured, before and after seconds and whether it was held out; and the summary (counts,

@@ -434,6 +434,7 @@ typedef struct cm_lop {
   double m, n, k, batch;  /* GEMM: batch products m x n x k; ATTN: batch = sequences x heads
                              of this rank, m queries, n keys, k head dim */
   int causal;             /* ATTN */
+  int backward;           /* ATTN: a piece of the attention's backward (at attn_bwd_eff) */
   int recompute;          /* 1: recomputation in the backward (not model FLOPs) */
   double bytes;           /* MEM: bytes read and written; COLL: per-rank buffer */
   cm_coll coll;           /* COLL */
@@ -450,9 +451,16 @@ int cm_part_ops(const cm_model *cm, cm_part part, int tp, int cp, int ep, int mb
 /* FLOPs of an op (GEMM and ATTN; causal attention counts half its square), 0 otherwise. */
 double cm_lop_flops(const cm_lop *op);
 /* Time of a compute op as the cost model prices it alone (GEMM exactly as in a layer's cost;
- * ATTN at the forward attention efficiency; MEM at HBM bandwidth; COLL 0): the simulator uses
+ * ATTN at the forward attention efficiency, a backward piece at the backward's; MEM at HBM
+ * bandwidth; COLL 0): the simulator uses
  * these as the shares of a part's compute time between its collectives. */
 double cm_lop_time(const cm_model *cm, const cm_lop *op);
+/* Flash attention as a layer's cost prices it: `batch` sequences x heads of m queries, n keys,
+ * head dim k (causal keeps half); the forward's FLOPs at attn_fwd_eff, or (backward = 1) the
+ * whole backward, its two passes and the recomputed score product, 2.5 x the forward's FLOPs at
+ * attn_bwd_eff; plus one kernel's overhead. */
+double cm_attn_time(const cm_model *cm, double m, double n, double k, double batch, int causal,
+                    int backward);
 /* Time of one GEMM (m x n x k, the model's dtype) and its efficiency (fraction of peak). */
 double cm_gemm_time(const cm_model *cm, double m, double n, double k, double *eff);
 
