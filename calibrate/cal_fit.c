@@ -2,7 +2,8 @@
  *
  * Residuals: r_i = log(predicted_i / measured_i), so that a collective of 20 us and one of
  * 20 ms weigh the same and a factor of two is a factor of two either way. Each parameter is
- * fitted as the log of its value (ranges over decades: a ramp's half share, a latency), or as
+ * fitted as the log of its value (ranges over decades: a ramp's half share, a latency), of its
+ * value + prior / 1000 when its lower bound is 0 (so that the bound is a finite point), or as
  * itself when its prior is not positive, and clamped into the range the parameter table
  * allows (cm_params_bounds). A parameter is informed when moving it by 0.1% (either way) moves
  * some fitted residual; the others stay at their prior and are reported so. GSL's trust-region
@@ -11,7 +12,7 @@
  * two algorithms have kinks a descent can stop at); with `robust`, w_i are Cauchy weights 1 / (1 + (r_i / (2.385 s))^2), s the residuals' median
  * absolute value / 0.6745, refitted until they settle (iteratively reweighted least squares).
  * Uncertainty: the covariance (J^T W J)^-1 scaled by the residual variance
- * sum w r^2 / (n - p), mapped from log space by the delta method (sigma_v = v sigma_u). */
+ * sum w r^2 / (n - p), mapped from log space by the delta method (sigma_v = (v + shift) sigma_u). */
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_matrix.h>
@@ -52,7 +53,9 @@ const char *const *cal_candidates(cal_kind k) {
 typedef struct fitp {
   const char *name;
   double lo, hi, prior;
-  int logscale; /* fitted as log(value) */
+  int logscale; /* fitted as log(value + shift) */
+  double shift; /* 0, or a thousandth of the prior where the lower bound is 0, so that the
+                   bound sits at a finite point of the fit space (log(shift)) */
 } fitp;
 
 typedef struct problem {
@@ -69,12 +72,15 @@ typedef struct problem {
   int failed;        /* a model could not be built (err says why) */
 } problem;
 
+/* The value at fit-space point u before clamping into the bounds. */
+static double raw_value(const fitp *f, double u) { return f->logscale ? exp(u) - f->shift : u; }
+
 static double to_value(const fitp *f, double u) {
-  double v = f->logscale ? exp(u) : u;
+  double v = raw_value(f, u);
   return v < f->lo ? f->lo : v > f->hi ? f->hi : v;
 }
 
-static double to_fit(const fitp *f, double v) { return f->logscale ? log(v) : v; }
+static double to_fit(const fitp *f, double v) { return f->logscale ? log(v + f->shift) : v; }
 
 static double predict_one(cm_model *cm, const cal_obs *o) {
   if (o->kind == CAL_OP && o->lop == CM_LOP_ATTN)
@@ -268,6 +274,7 @@ static int tried_params(const cal_obs *obs, size_t n, const cal_opts *o, const c
     p[j].name = list[j];
     cm_params_get(prior, list[j], &p[j].prior);
     p[j].logscale = p[j].prior > 0 && p[j].lo >= 0;
+    p[j].shift = p[j].logscale && p[j].lo <= 0 ? 1e-3 * p[j].prior : 0;
   }
   *out = p, *np = k;
   return PP_OK;
@@ -371,7 +378,7 @@ static void start_point(const problem *P, int s, unsigned *rng, gsl_vector *x) {
       *rng ^= *rng << 13, *rng ^= *rng >> 17, *rng ^= *rng << 5;
       double z = 2.0 * ((*rng + 0.5) / 4294967296.0) - 1; /* -1 .. 1 */
       u = f->logscale ? u + 0.7 * z : u * (1 + 0.5 * z);
-      double v = f->logscale ? exp(u) : u;
+      double v = raw_value(f, u);
       if (v < f->lo || v > f->hi) u = P->u[P->act[a]];
     }
     gsl_vector_set(x, a, u);
@@ -444,7 +451,7 @@ static int recheck(problem *P, size_t *dropped) {
   for (size_t a = 0; a < P->nact; a++) {
     const fitp *f = &P->p[P->act[a]];
     double v = to_value(f, P->u[P->act[a]]);
-    if (v > 0 || !f->logscale) P->u[P->act[a]] = to_fit(f, v);
+    if (v + f->shift > 0 || !f->logscale) P->u[P->act[a]] = to_fit(f, v);
   }
   int rc = !r0 || !r ? pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory")
                      : residuals_at(P, P->u, r0);
@@ -490,7 +497,7 @@ static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
   double s2 = chi2 / (double)(n - p);
   for (size_t a = 0; a < p; a++) {
     const fitp *f = &P->p[P->act[a]];
-    double u = P->u[P->act[a]], raw = f->logscale ? exp(u) : u, v = to_value(f, u);
+    double u = P->u[P->act[a]], raw = raw_value(f, u), v = to_value(f, u);
     double c = gsl_matrix_get(cov, a, a);
     int at_bound = raw <= f->lo || raw >= f->hi;
     if (!at_bound && !(c > 0 && isfinite(c))) {
@@ -499,7 +506,7 @@ static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
       goto done;
     }
     double su = at_bound ? 0 : sqrt(c * s2);
-    r->params[P->act[a]].sigma = f->logscale ? v * su : su;
+    r->params[P->act[a]].sigma = f->logscale ? (v + f->shift) * su : su;
   }
 done:
   gsl_multifit_nlinear_free(w);
