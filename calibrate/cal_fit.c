@@ -12,7 +12,8 @@
  * two algorithms have kinks a descent can stop at); with `robust`, w_i are Cauchy weights 1 / (1 + (r_i / (2.385 s))^2), s the residuals' median
  * absolute value / 0.6745, refitted until they settle (iteratively reweighted least squares).
  * Uncertainty: the covariance (J^T W J)^-1 scaled by the residual variance
- * sum w r^2 / (n - p), mapped from log space by the delta method (sigma_v = (v + shift) sigma_u). */
+ * sum w r^2 / (n - p), mapped from log space by the delta method
+ * (sigma_v = (v + shift) sigma_u). */
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_matrix.h>
