@@ -316,6 +316,30 @@ static void robust(void) {
   cm_model_destroy(w.cm);
 }
 
+/* Fits o and checks that `name` ends at `bound`, informed, with sigma 0; returns the fit's
+ * MAPE before and after (and frees the world's model). */
+static void fit_to_bound(world *w, cal_obs *o, size_t n, const char *name, double bound,
+                         double *before, double *after) {
+  cal_result r;
+  pp_err err = {0};
+  *before = *after = NAN;
+  int rc = cal_fit(&w->m, &w->c, &w->prior, o, n, NULL, &r, &err);
+  CHECK_EQ(rc, PP_OK);
+  if (!rc) {
+    const cal_param *q = param(&r, name);
+    CHECK(q && q->informed);
+    if (q) {
+      printf("at a bound: %s prior %g fitted %g sigma %g; MAPE %.2f%% -> %.2f%%\n", name,
+             q->prior, q->value, q->sigma, r.mape_before, r.mape_after);
+      CHECK_EQ(q->value, bound);
+      CHECK_EQ(q->sigma, 0);
+    }
+    *before = r.mape_before, *after = r.mape_after;
+    cal_result_free(&r);
+  }
+  cm_model_destroy(w->cm);
+}
+
 /* GEMMs 25% faster than gemm_eff = 1 allows: the descent pushes gemm_eff past its upper
  * bound; the fit keeps it there (value 1, sigma 0, informed) and fits the rest, rather than
  * taking it back to its prior as a parameter that no longer moves anything. */
@@ -325,20 +349,9 @@ static void at_bound(void) {
   cal_obs o[64];
   size_t n = make_gemms(&w, o, 0.0);
   for (size_t i = 0; i < n; i++) o[i].time_s *= 0.75;
-  cal_result r;
-  pp_err err = {0};
-  CHECK_EQ(cal_fit(&w.m, &w.c, &w.prior, o, n, NULL, &r, &err), PP_OK);
-  const cal_param *q = param(&r, "gemm_eff");
-  CHECK(q && q->informed);
-  if (q) {
-    printf("at the bound: gemm_eff prior %g fitted %g sigma %g; MAPE %.2f%% -> %.2f%%\n",
-           q->prior, q->value, q->sigma, r.mape_before, r.mape_after);
-    CHECK_EQ(q->value, 1);
-    CHECK_EQ(q->sigma, 0);
-  }
-  CHECK(r.mape_after < r.mape_before);
-  cal_result_free(&r);
-  cm_model_destroy(w.cm);
+  double before, after;
+  fit_to_bound(&w, o, n, "gemm_eff", 1, &before, &after);
+  CHECK(after < before);
 }
 
 /* A run's collectives as stored by `podplan run`: fitted from their own time (own_s) on the
@@ -466,20 +479,9 @@ static void to_zero(void) {
   cal_obs o[64];
   size_t n = make_gemms(&w, o, 0.01);
   for (size_t i = 0; i < n; i++) o[i].time_s *= o[i].k < 200 ? 0.8 : 1;
-  cal_result r;
-  pp_err err = {0};
-  CHECK_EQ(cal_fit(&w.m, &w.c, &w.prior, o, n, NULL, &r, &err), PP_OK);
-  const cal_param *q = param(&r, "gemm_k_half");
-  CHECK(q && q->informed);
-  if (q) {
-    printf("to the bound of 0: gemm_k_half prior %g fitted %g sigma %g; MAPE %.2f%% -> %.2f%%\n",
-           q->prior, q->value, q->sigma, r.mape_before, r.mape_after);
-    CHECK_EQ(q->value, 0);
-    CHECK_EQ(q->sigma, 0);
-  }
-  CHECK(r.mape_after < 5); /* with gemm_k_half back at 128: 11.5% */
-  cal_result_free(&r);
-  cm_model_destroy(w.cm);
+  double before, after;
+  fit_to_bound(&w, o, n, "gemm_k_half", 0, &before, &after);
+  CHECK(after < 5); /* with gemm_k_half back at its prior of 128: 11.5% */
 }
 
 int main(void) {
