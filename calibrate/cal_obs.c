@@ -89,7 +89,7 @@ int cal_obs_from_row(const store_measurement *r, int64_t id, const spec_cluster 
       *why = "a backward attention without its recompute flag (a run before podplan recorded it)";
     } else {
       /* a recomputed forward runs as the forward; the backward's two passes, with its score
-       * product, become one observation of the whole backward (cal_obs_merge) */
+       * product, become one observation of the whole backward (cal_obs_fold_attn) */
       out->lop = CM_LOP_ATTN, out->causal = json_is_true(causal);
       out->backward = bwd && !json_is_true(rc);
       out->m = json_number_value(json_object_get(s, "m"));
