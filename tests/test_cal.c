@@ -163,16 +163,22 @@ static void colls_round_trip(void) {
   cm_model_destroy(w.cm);
 }
 
-/* Fits o[0..n) with the candidates of the kinds present and checks `back` within 3 sigma and
- * 5%, and the error after below 2%; frees w's model. */
+/* Fits o[0..n) from w's prior with the candidates of the kinds present; 0 when it fitted (the
+ * caller frees r), else the failure is checked and said. */
+static int fit_all(world *w, const cal_obs *o, size_t n, cal_result *r) {
+  pp_err err = {0};
+  int rc = cal_fit(&w->m, &w->c, &w->prior, o, n, NULL, r, &err);
+  if (rc) fprintf(stderr, "fit: %s\n", err.msg);
+  CHECK_EQ(rc, PP_OK);
+  return rc;
+}
+
+/* Fits o[0..n) and checks `back` within 3 sigma and 5%, and the error after below 2%; frees
+ * w's model. */
 static void fit_back(world *w, const char *what, const cal_obs *o, size_t n,
                      const char *const *back) {
   cal_result r;
-  pp_err err = {0};
-  int rc = cal_fit(&w->m, &w->c, &w->prior, o, n, NULL, &r, &err);
-  if (rc) fprintf(stderr, "fit: %s\n", err.msg);
-  CHECK_EQ(rc, PP_OK);
-  if (!rc) {
+  if (!fit_all(w, o, n, &r)) {
     printf("%s: %zu measurements, %d iterations\n", what, r.nobs, r.iterations);
     check_back(&r, w, back, 0.05);
     printf("  MAPE %.2f%% -> %.2f%%\n", r.mape_before, r.mape_after);
@@ -321,11 +327,8 @@ static void robust(void) {
 static void fit_to_bound(world *w, cal_obs *o, size_t n, const char *name, double bound,
                          double *before, double *after) {
   cal_result r;
-  pp_err err = {0};
   *before = *after = NAN;
-  int rc = cal_fit(&w->m, &w->c, &w->prior, o, n, NULL, &r, &err);
-  CHECK_EQ(rc, PP_OK);
-  if (!rc) {
+  if (!fit_all(w, o, n, &r)) {
     const cal_param *q = param(&r, name);
     CHECK(q && q->informed);
     if (q) {
