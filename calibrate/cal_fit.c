@@ -13,7 +13,10 @@
  * absolute value / 0.6745, refitted until they settle (iteratively reweighted least squares).
  * Uncertainty: the covariance (J^T W J)^-1 scaled by the residual variance
  * sum w r^2 / (n - p), mapped from log space by the delta method
- * (sigma_v = (v + shift) sigma_u). */
+ * (sigma_v = (v + shift) sigma_u). A parameter the measurements leave uncertain by more than
+ * a factor e even at 1% scatter (most often: one that moves the predictions only as others
+ * together do) is reported undetermined: it keeps the value the fit gave it (what the fit's
+ * predictions are made with), and the others' sigmas are taken with it held there. */
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_matrix.h>
@@ -69,6 +72,9 @@ typedef struct problem {
   size_t np;         /* every parameter tried */
   size_t *act, nact; /* the informed ones, fitted (indices into p) */
   double *u;         /* [np] current point, in fit space */
+  unsigned char *kept;         /* [np] 1: fitted, then held at its value out of the fit */
+  unsigned char *undetermined; /* [np] 1: fitted, but left uncertain by more than a factor e
+                                  (or moving nothing nearby): kept, out of the others' sigmas */
   pp_err *err;
   int failed;        /* a model could not be built (err says why) */
 } problem;
@@ -76,9 +82,16 @@ typedef struct problem {
 /* The value at fit-space point u before clamping into the bounds. */
 static double raw_value(const fitp *f, double u) { return f->logscale ? exp(u) - f->shift : u; }
 
+/* The value at u, clamped into the bounds; within a billionth of the prior of a bound, the
+ * bound (a log-space descent towards 0 ends at 4e-19, not at 0). */
 static double to_value(const fitp *f, double u) {
-  double v = raw_value(f, u);
-  return v < f->lo ? f->lo : v > f->hi ? f->hi : v;
+  double v = raw_value(f, u), tol = 1e-9 * fabs(f->prior);
+  return v <= f->lo + tol ? f->lo : v >= f->hi - tol ? f->hi : v;
+}
+
+static int on_bound(const fitp *f, double u) {
+  double v = to_value(f, u);
+  return v == f->lo || v == f->hi;
 }
 
 static double to_fit(const fitp *f, double v) { return f->logscale ? log(v + f->shift) : v; }
@@ -441,11 +454,22 @@ done:
   return rc;
 }
 
-/* At the end point some fitted parameters may no longer move any prediction (the algorithm
- * they price is no longer the fastest anywhere): they go back to their prior, out of the
- * fit. *dropped gets how many. A parameter the descent pushed past one of its bounds (in fit
- * space, where nothing bounds it) is first put back on the bound, so that it is tested where
- * it takes effect: it still moves the predictions from there and stays, at the bound. */
+/* Whether the residuals at P->u equal r0 (within 1e-9 each); r is scratch. */
+static int same_residuals(problem *P, const double *r0, double *r, int *same) {
+  int rc = residuals_at(P, P->u, r);
+  *same = 1;
+  for (size_t i = 0; !rc && i < P->nuse && *same; i++) *same = fabs(r[i] - r0[i]) <= 1e-9;
+  return rc;
+}
+
+/* At the end point some fitted parameters may no longer move any prediction nearby (the
+ * algorithm they price is no longer the fastest anywhere, or a ramp saturated at a bound).
+ * One that moves nothing at its prior either goes back there, out of the fit, not informed
+ * (*dropped counts those: the rest is refitted). One whose prior would move the predictions
+ * keeps its fitted value, out of the fit but informed (P->kept): at a bound it is that bound,
+ * else it is undetermined (nothing nearby pins it). A parameter the descent pushed past one of
+ * its bounds (in fit space, where nothing bounds it) is first put back on the bound, so that
+ * it is tested where it takes effect. */
 static int recheck(problem *P, size_t *dropped) {
   double *r0 = malloc(P->nuse * sizeof *r0), *r = malloc(P->nuse * sizeof *r);
   *dropped = 0;
@@ -459,11 +483,22 @@ static int recheck(problem *P, size_t *dropped) {
   size_t keep = 0;
   for (size_t a = 0; !rc && a < P->nact; a++) {
     size_t j = P->act[a];
-    int moves;
+    const fitp *f = &P->p[j];
+    int moves, same;
     rc = moves_residuals(P, j, r0, r, &moves);
-    if (rc) break;
-    if (moves) P->act[keep++] = j;
-    else P->u[j] = to_fit(&P->p[j], P->p[j].prior), (*dropped)++;
+    if (rc || moves) {
+      P->act[keep++] = j;
+      continue;
+    }
+    double u = P->u[j], v = to_value(f, u);
+    P->u[j] = to_fit(f, f->prior);
+    if ((rc = same_residuals(P, r0, r, &same))) break;
+    if (same) {
+      (*dropped)++;
+      continue;
+    }
+    P->u[j] = u, P->kept[j] = 1;
+    P->undetermined[j] = v > f->lo && v < f->hi;
   }
   if (!rc) P->nact = keep;
   free(r0), free(r);
@@ -471,8 +506,25 @@ static int recheck(problem *P, size_t *dropped) {
 }
 
 /* sigma of each fitted parameter: the covariance at the end point scaled by the residual
- * variance. */
-static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
+ * variance. A parameter off its bounds that the measurements leave undetermined (its sigma in
+ * fit space, with the residual variance taken as at least CAL__SCATTER^2, above 1: uncertain
+ * by more than a factor e; no variance at all when GSL's pivoted QR finds its column of the
+ * Jacobian in the others' span) keeps its fitted value (the fit's predictions need it) but is
+ * marked undetermined and held there, the worst first, and the others' sigmas are taken again
+ * without it (the end point stays a minimum over the rest). */
+#define CAL__SCATTER 0.01 /* the least scatter of real measurements, in log: 1% */
+
+/* A fitted parameter's sigma in fit space for residual variance s2 (covariance c), relative
+ * for one fitted as itself; INFINITY when it has no variance. */
+static double spread(const fitp *f, double u, double c, double s2) {
+  if (!(c > 0 && isfinite(c))) return INFINITY;
+  double su = sqrt(c * s2);
+  return f->logscale ? su : su / (fabs(u) > 0 ? fabs(u) : 1e-300);
+}
+
+/* One pass over P->act: the sigmas into r, and in *worst the index (into P->act) of the most
+ * undetermined parameter, (size_t)-1 when none is. */
+static int sigmas(problem *P, const gsl_vector *wts, cal_result *r, size_t *worst) {
   size_t n = P->nuse, p = P->nact;
   gsl_multifit_nlinear_fdf fdf = {.f = gsl_f, .df = NULL, .fvv = NULL, .n = n, .p = p,
                                   .params = P};
@@ -482,6 +534,7 @@ static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
   gsl_vector *x = gsl_vector_alloc(p);
   gsl_matrix *cov = gsl_matrix_alloc(p, p);
   int rc = PP_OK;
+  *worst = (size_t)-1;
   if (!w || !x || !cov) {
     rc = pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
     goto done;
@@ -495,19 +548,19 @@ static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
   gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 1e-12, cov);
   double chi2;
   gsl_blas_ddot(gsl_multifit_nlinear_residual(w), gsl_multifit_nlinear_residual(w), &chi2);
-  double s2 = chi2 / (double)(n - p);
+  double s2 = chi2 / (double)(n - p), floor2 = CAL__SCATTER * CAL__SCATTER, most = 1;
   for (size_t a = 0; a < p; a++) {
-    const fitp *f = &P->p[P->act[a]];
-    double u = P->u[P->act[a]], raw = raw_value(f, u), v = to_value(f, u);
-    double c = gsl_matrix_get(cov, a, a);
-    int at_bound = raw <= f->lo || raw >= f->hi;
-    if (!at_bound && !(c > 0 && isfinite(c))) {
-      rc = pp_err_set(P->err, PP_INPUT, "calibrate: %s cannot be told apart from the other "
-                      "parameters by these measurements (singular fit); nothing stored", f->name);
-      goto done;
+    size_t j = P->act[a];
+    const fitp *f = &P->p[j];
+    double u = P->u[j], v = to_value(f, u), c = gsl_matrix_get(cov, a, a);
+    if (on_bound(f, u)) { /* held by a bound: no spread around it */
+      r->params[j].sigma = 0;
+      continue;
     }
-    double su = at_bound ? 0 : sqrt(c * s2);
-    r->params[P->act[a]].sigma = f->logscale ? (v + f->shift) * su : su;
+    double sp = spread(f, u, c, s2 > floor2 ? s2 : floor2);
+    if (sp > most) most = sp, *worst = a;
+    double su = c > 0 && isfinite(c) ? sqrt(c * s2) : 0;
+    r->params[j].sigma = f->logscale ? (v + f->shift) * su : su;
   }
 done:
   gsl_multifit_nlinear_free(w);
@@ -516,24 +569,32 @@ done:
   return rc;
 }
 
-/* The fit: several starts, parameters that stop mattering dropped (and the rest refitted),
- * the robust passes, the uncertainties. */
-static int solve(problem *P, const cal_opts *o, cal_result *r) {
-  gsl_vector *wts = gsl_vector_alloc(P->nuse), *wn = gsl_vector_alloc(P->nuse);
-  if (!wts || !wn) {
-    gsl_vector_free(wts), gsl_vector_free(wn);
-    return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
+  size_t worst;
+  int rc = PP_OK;
+  while (P->nact && !(rc = sigmas(P, wts, r, &worst)) && worst != (size_t)-1) {
+    P->undetermined[P->act[worst]] = P->kept[P->act[worst]] = 1; /* sigma: this pass's */
+    memmove(P->act + worst, P->act + worst + 1, (P->nact - worst - 1) * sizeof *P->act);
+    P->nact--;
   }
-  gsl_vector_set_all(wts, 1.0);
+  return P->nact ? rc : PP_OK;
+}
+
+/* The descent over P->act: several starts, parameters that stop mattering dropped (and the
+ * rest refitted), the robust passes (wts updated). */
+static int fit_active(problem *P, const cal_opts *o, gsl_vector *wts, gsl_vector *wn,
+                      cal_result *r) {
   int rc = descend(P, o, CAL__STARTS, wts, r);
-  for (size_t dropped = 1; !rc && dropped;) {
+  for (size_t dropped = 1; !rc && dropped && P->nact;) {
     rc = recheck(P, &dropped);
-    if (!rc && P->nact == 0)
+    size_t nkept = 0;
+    for (size_t j = 0; j < P->np; j++) nkept += P->kept[j];
+    if (!rc && P->nact == 0 && nkept == 0)
       rc = pp_err_set(P->err, PP_INPUT, "calibrate: no parameter moves the predictions at the "
                       "fitted point; nothing stored");
-    if (!rc && dropped) rc = descend(P, o, 1, wts, r);
+    if (!rc && dropped && P->nact) rc = descend(P, o, 1, wts, r);
   }
-  for (int pass = 0; !rc && o->robust && pass < 8; pass++) {
+  for (int pass = 0; !rc && o->robust && P->nact && pass < 8; pass++) {
     double *res = malloc(P->nuse * sizeof *res), change = 0;
     rc = res ? residuals_at(P, P->u, res) : pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
     if (!rc) {
@@ -547,6 +608,18 @@ static int solve(problem *P, const cal_opts *o, cal_result *r) {
     free(res);
     if (change < 1e-3) break;
   }
+  return rc;
+}
+
+/* The fit, then the uncertainties. */
+static int solve(problem *P, const cal_opts *o, cal_result *r) {
+  gsl_vector *wts = gsl_vector_alloc(P->nuse), *wn = gsl_vector_alloc(P->nuse);
+  if (!wts || !wn) {
+    gsl_vector_free(wts), gsl_vector_free(wn);
+    return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+  }
+  gsl_vector_set_all(wts, 1.0);
+  int rc = fit_active(P, o, wts, wn, r);
   if (!rc) rc = uncertainty(P, wts, r);
   gsl_vector_free(wts), gsl_vector_free(wn);
   return rc;
@@ -579,10 +652,13 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
   out->before = calloc(n, sizeof *out->before);
   out->after = calloc(n, sizeof *out->after);
   P.u = calloc(P.np + 1, sizeof *P.u);
+  P.undetermined = calloc(P.np + 1, 1);
+  P.kept = calloc(P.np + 1, 1);
   P.use = malloc(n * sizeof *P.use);
   size_t *all = malloc(n * sizeof *all);
   double *r0 = malloc(n * sizeof *r0);
-  if (!out->params || !out->held || !out->before || !out->after || !P.u || !P.use || !all || !r0) {
+  if (!out->params || !out->held || !out->before || !out->after || !P.u || !P.undetermined ||
+      !P.kept || !P.use || !all || !r0) {
     rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
     goto done;
   }
@@ -619,12 +695,15 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
     goto done;
   }
   if ((rc = solve(&P, o, out))) goto done;
-  for (size_t a = 0; a < P.nact; a++) {
-    cal_param *q = &out->params[P.act[a]];
-    q->informed = 1;
-    q->value = to_value(&P.p[P.act[a]], P.u[P.act[a]]);
-  }
   out->nfitted = P.nact;
+  for (size_t a = 0; a < P.nact; a++) out->params[P.act[a]].informed = 1;
+  for (size_t j = 0; j < P.np; j++) {
+    cal_param *q = &out->params[j];
+    q->undetermined = P.undetermined[j];
+    q->informed |= P.kept[j];
+    out->nfitted += P.kept[j];
+    if (q->informed) q->value = to_value(&P.p[j], P.u[j]);
+  }
   if ((rc = predict_at(&P, P.u, all, n, out->after))) goto done;
   out->mape_before = mape(out->before, obs, out->held, n, 0, &out->bias_before);
   out->mape_after = mape(out->after, obs, out->held, n, 0, &out->bias_after);
@@ -638,7 +717,8 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
   out->fit_error = sqrt(s / (double)P.nuse);
   out->fit_error_before = sqrt(s0 / (double)P.nuse);
 done:
-  free(P.p), free(P.u), free(P.use), free(P.act), free(all), free(r0);
+  free(P.p), free(P.u), free(P.undetermined), free(P.kept), free(P.use), free(P.act), free(all);
+  free(r0);
   if (rc) cal_result_free(out);
   return rc;
 }
@@ -649,8 +729,9 @@ char *cal_params_json(const cal_result *r) {
   json_t *o = json_object();
   for (size_t j = 0; o && j < r->nparams; j++) {
     const cal_param *q = &r->params[j];
-    json_t *e = json_pack("{s:f, s:f, s:f, s:b}", "prior", q->prior, "value", q->value, "sigma",
-                          q->sigma, "informed", q->informed);
+    json_t *e = json_pack("{s:f, s:f, s:f, s:b, s:b}", "prior", q->prior, "value", q->value,
+                          "sigma", q->sigma, "informed", q->informed, "undetermined",
+                          q->undetermined);
     if (!e || json_object_set_new(o, q->name, e)) {
       json_decref(o);
       return NULL;

@@ -82,11 +82,11 @@ static const char usage[] =
     "  --folds K       cross-validation folds for --runs (default 5)\n"
     "  --show ID       print stored calibration ID\n"
     "  --json          calibration_id, measurements, params_fitted (name: value, sigma, prior),\n"
-    "                  not_informed, mape_before/after, bias_before/after, holdout_mape_before/\n"
-    "                  after, rms_log_before/after, collectives_by_size, by_kind, skipped,\n"
-    "                  merged, folded; with runs: plans, kendall_tau_before/after,\n"
-    "                  holdout_kendall_tau_before/after; with --runs calibration_ids,\n"
-    "                  by_source, ranking (docs/cli.md lists them)\n"
+    "                  not_informed, undetermined, mape_before/after, bias_before/after,\n"
+    "                  holdout_mape_before/after, rms_log_before/after, collectives_by_size,\n"
+    "                  by_kind, skipped, merged, folded; with runs: plans,\n"
+    "                  kendall_tau_before/after, holdout_kendall_tau_before/after; with\n"
+    "                  --runs calibration_ids, by_source, ranking (docs/cli.md lists them)\n"
     "  -h, --help      this text\n";
 
 static const char *const CMD = "calibrate";
@@ -270,18 +270,32 @@ static int fit_names(const char *list, char *buf, size_t nbuf, const char **name
   return k;
 }
 
-static json_t *params_fitted_json(const cal_result *r, json_t **not_informed) {
+/* The fitted parameters (name -> value, sigma, prior, undetermined); the names of those not
+ * informed (kept at their prior) and of those undetermined into the two arrays. */
+static json_t *params_fitted_json(const cal_result *r, json_t **not_informed, json_t **undet) {
   json_t *o = json_object();
-  *not_informed = json_array();
+  *not_informed = json_array(), *undet = json_array();
   for (size_t j = 0; j < r->nparams; j++) {
     const cal_param *q = &r->params[j];
     if (q->informed)
-      json_object_set_new(o, q->name, json_pack("{s:f, s:f, s:f}", "value", q->value, "sigma",
-                                                q->sigma, "prior", q->prior));
-    else
-      json_array_append_new(*not_informed, json_string(q->name));
+      json_object_set_new(o, q->name, json_pack("{s:f, s:f, s:f, s:b}", "value", q->value,
+                                                "sigma", q->sigma, "prior", q->prior,
+                                                "undetermined", q->undetermined));
+    if (!q->informed || q->undetermined)
+      json_array_append_new(q->informed ? *undet : *not_informed, json_string(q->name));
   }
   return o;
+}
+
+/* The table of fitted parameters, the undetermined ones marked. */
+static void print_params(const cal_result *r) {
+  printf("  %-20s %14s %14s %12s\n", "parameter", "prior", "fitted", "sigma");
+  for (size_t j = 0; j < r->nparams; j++)
+    if (r->params[j].informed)
+      printf("  %-20s %14.6g %14.6g %12.3g%s\n", r->params[j].name, r->params[j].prior,
+             r->params[j].value, r->params[j].sigma,
+             r->params[j].undetermined ? "  undetermined (uncertain by more than a factor e)"
+                                       : "");
 }
 
 static const char *const kind_group[CAL_NKINDS] = {"collectives", "GEMMs", "ops", "iterations"};
@@ -397,11 +411,7 @@ static void print_fit(const cal_result *r, const inputs *in, const fit_report *f
     printf("  folded: %zu backward attentions (two passes and the score product, one observation "
            "of the whole backward; the product also a GEMM)\n", in->folded);
   for (int k = 0; k < in->nwhy; k++) printf("  left out: %d, %s\n", in->why_n[k], in->why[k]);
-  printf("  %-20s %14s %14s %12s\n", "parameter", "prior", "fitted", "sigma");
-  for (size_t j = 0; j < r->nparams; j++)
-    if (r->params[j].informed)
-      printf("  %-20s %14.6g %14.6g %12.3g\n", r->params[j].name, r->params[j].prior,
-             r->params[j].value, r->params[j].sigma);
+  print_params(r);
   int first = 1;
   for (size_t j = 0; j < r->nparams; j++)
     if (!r->params[j].informed) {
@@ -436,7 +446,7 @@ static void print_fit(const cal_result *r, const inputs *in, const fit_report *f
 }
 
 static void print_json(const cal_result *r, const inputs *in, const fit_report *f, int64_t id) {
-  json_t *ni, *pf = params_fitted_json(r, &ni), *sk = json_object();
+  json_t *ni, *al, *pf = params_fitted_json(r, &ni, &al), *sk = json_object();
   for (int k = 0; k < in->nwhy; k++) json_object_set_new(sk, in->why[k], json_integer(in->why_n[k]));
   char *sum = cal_summary_json(r, in->obs);
   json_t *o = sum ? json_loads(sum, 0, NULL) : json_object();
@@ -444,6 +454,7 @@ static void print_json(const cal_result *r, const inputs *in, const fit_report *
   json_object_set_new(o, "calibration_id", json_integer(id));
   json_object_set_new(o, "params_fitted", pf);
   json_object_set_new(o, "not_informed", ni);
+  json_object_set_new(o, "undetermined", al);
   json_object_set_new(o, "skipped", sk);
   json_object_set_new(o, "merged", json_integer((json_int_t)in->merged));
   json_object_set_new(o, "folded", json_integer((json_int_t)in->folded));
@@ -821,12 +832,12 @@ static json_t *ranking_json(const runs_fit *f) {
 
 static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
   if (a->json) {
-    json_t *ni, *pf = params_fitted_json(&f->r, &ni);
-    json_t *o = json_pack("{s:o, s:i, s:I, s:I, s:i, s:o, s:o, s:i, s:o, s:f, s:f}",
+    json_t *ni, *al, *pf = params_fitted_json(&f->r, &ni, &al);
+    json_t *o = json_pack("{s:o, s:i, s:I, s:I, s:i, s:o, s:o, s:o, s:i, s:o, s:f, s:f}",
                           "calibration_ids", ids, "measurements", f->n, "fitted",
                           (json_int_t)f->r.nfit, "aside", (json_int_t)f->r.nheld, "skipped",
-                          f->skipped, "params_fitted", pf, "not_informed", ni, "folds",
-                          a->folds, "by_source", groups_json(f), "rms_log_before",
+                          f->skipped, "params_fitted", pf, "not_informed", ni, "undetermined", al,
+                          "folds", a->folds, "by_source", groups_json(f), "rms_log_before",
                           f->r.fit_error_before, "rms_log_after", f->r.fit_error);
     json_object_set_new(o, "ranking", ranking_json(f));
     json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
@@ -836,11 +847,7 @@ static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
   }
   printf("calibrate --runs %s: %d runs (%zu fitted, %zu kept aside, %d rows not usable), %d folds\n",
          a->runs, f->n, f->r.nfit, f->r.nheld, f->skipped, a->folds);
-  printf("  %-20s %14s %14s %12s\n", "parameter", "prior", "fitted", "sigma");
-  for (size_t j = 0; j < f->r.nparams; j++)
-    if (f->r.params[j].informed)
-      printf("  %-20s %14.6g %14.6g %12.3g\n", f->r.params[j].name, f->r.params[j].prior,
-             f->r.params[j].value, f->r.params[j].sigma);
+  print_params(&f->r);
   printf("  %-14s %5s %22s %22s %8s %16s\n", "source", "rows", "MAPE before/after/cv",
          "bias before/after/cv", "aside", "aside MAPE b/a");
   for (int k = 0; k < f->ng; k++) {
@@ -914,10 +921,11 @@ static int show(const cal_args *a) {
     const char *name;
     json_object_foreach(p, name, e) {
       if (json_is_true(json_object_get(e, "informed")))
-        printf("  %-20s %14.6g (prior %.6g, sigma %.3g)\n", name,
+        printf("  %-20s %14.6g (prior %.6g, sigma %.3g)%s\n", name,
                json_number_value(json_object_get(e, "value")),
                json_number_value(json_object_get(e, "prior")),
-               json_number_value(json_object_get(e, "sigma")));
+               json_number_value(json_object_get(e, "sigma")),
+               json_is_true(json_object_get(e, "undetermined")) ? " undetermined" : "");
     }
     json_decref(p);
     if (k.holdout_json) printf("  %s\n", k.holdout_json);

@@ -71,6 +71,10 @@ typedef struct cal_param {
   double value;  /* fitted; the prior when not informed */
   double sigma;  /* one standard deviation of value (from the Jacobian; 0 when not fitted) */
   int informed;  /* 0: no fitted observation depends on it: left at its prior */
+  int undetermined; /* 1 (informed too): fitted, but the measurements leave it uncertain by
+                       more than a factor e (most often: it moves the predictions only as
+                       other parameters together do); its value is the one the fit's
+                       predictions use, the others' sigmas are taken with it held there */
 } cal_param;
 
 typedef struct cal_result {
@@ -91,7 +95,8 @@ typedef struct cal_result {
  * model needs to exist; no observation kind here depends on it), starting from `prior`.
  * PP_INPUT for bad observations (a time not > 0 or not finite, a group larger than the
  * cluster, an unknown parameter), for fewer fitted observations than informed parameters + 1
- * and for a fit that diverges or leaves a singular Jacobian; out is then empty. */
+ * and for a fit that diverges or that determines no parameter; out is then empty. Parameters the measurements leave undetermined stay at their prior
+ * (cal_param.undetermined) and the rest is fitted. */
 int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
             const cal_obs *obs, size_t n, const cal_opts *o, cal_result *out, pp_err *err);
 /* Predicted seconds of each observation with a fit's informed values on top of `prior` (or of
