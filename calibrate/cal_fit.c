@@ -15,8 +15,9 @@
  * sum w r^2 / (n - p), mapped from log space by the delta method
  * (sigma_v = (v + shift) sigma_u). A parameter the measurements leave uncertain by more than
  * a factor e even at 1% scatter (most often: one that moves the predictions only as others
- * together do) is reported undetermined: it keeps the value the fit gave it (what the fit's
- * predictions are made with), and the others' sigmas are taken with it held there. */
+ * together do) is undetermined: it goes back to its prior and the rest is refitted, unless
+ * that fits worse by more than one residual variance, when it keeps its fitted value (what
+ * the fit's predictions are made with); the others' sigmas are taken with it held. */
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_matrix.h>
@@ -73,8 +74,8 @@ typedef struct problem {
   size_t *act, nact; /* the informed ones, fitted (indices into p) */
   double *u;         /* [np] current point, in fit space */
   unsigned char *kept;         /* [np] 1: fitted, then held at its value out of the fit */
-  unsigned char *undetermined; /* [np] 1: fitted, but left uncertain by more than a factor e
-                                  (or moving nothing nearby): kept, out of the others' sigmas */
+  unsigned char *undetermined; /* [np] 1: left uncertain by more than a factor e (or moving
+                                  nothing nearby): at its prior, or kept, out of the fit */
   pp_err *err;
   int failed;        /* a model could not be built (err says why) */
 } problem;
@@ -509,9 +510,9 @@ static int recheck(problem *P, size_t *dropped) {
  * variance. A parameter off its bounds that the measurements leave undetermined (its sigma in
  * fit space, with the residual variance taken as at least CAL__SCATTER^2, above 1: uncertain
  * by more than a factor e; no variance at all when GSL's pivoted QR finds its column of the
- * Jacobian in the others' span) keeps its fitted value (the fit's predictions need it) but is
- * marked undetermined and held there, the worst first, and the others' sigmas are taken again
- * without it (the end point stays a minimum over the rest). */
+ * Jacobian in the others' span) is marked and taken out of the fit, the worst first
+ * (try_prior: back at its prior, or held at its fitted value), and the others' sigmas are
+ * taken again without it. */
 #define CAL__SCATTER 0.01 /* the least scatter of real measurements, in log: 1% */
 
 /* A fitted parameter's sigma in fit space for residual variance s2 (covariance c), relative
@@ -569,15 +570,52 @@ done:
   return rc;
 }
 
-static int uncertainty(problem *P, const gsl_vector *wts, cal_result *r) {
+/* Sum of w_i r_i^2 over the fitted observations at P->u. */
+static int chi2_at(problem *P, const gsl_vector *wts, double *chi2) {
+  double *r = malloc(P->nuse * sizeof *r);
+  int rc = r ? residuals_at(P, P->u, r) : pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+  *chi2 = 0;
+  for (size_t i = 0; !rc && i < P->nuse; i++) *chi2 += gsl_vector_get(wts, i) * r[i] * r[i];
+  free(r);
+  return rc;
+}
+
+/* Undetermined parameter j (out of P->act) back at its prior, the rest refitted from where
+ * they are: kept so when the fit's weighted sum of squares rises by at most one residual
+ * variance (the prior is as consistent with the measurements as the fitted value), else
+ * everything goes back to where it was and j keeps its fitted value (P->kept). */
+static int try_prior(problem *P, const cal_opts *o, const gsl_vector *wts, cal_result *r,
+                     size_t j) {
+  double c0, c1, *save = malloc(P->np * sizeof *save);
+  if (!save) return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+  memcpy(save, P->u, P->np * sizeof *save);
+  int iters = r->iterations, rc = chi2_at(P, wts, &c0), ok = 0;
+  if (!rc) {
+    size_t dof = P->nuse > P->nact + 1 ? P->nuse - P->nact - 1 : 1;
+    double var = c0 / (double)dof, floor2 = CAL__SCATTER * CAL__SCATTER;
+    P->u[j] = to_fit(&P->p[j], P->p[j].prior);
+    int st = P->nact ? descend(P, o, 1, wts, r) : PP_OK;
+    if (P->failed) rc = P->err->code;
+    else if (!st && !(rc = chi2_at(P, wts, &c1))) ok = c1 <= c0 + (var > floor2 ? var : floor2);
+    if (!P->failed) pp_err_clear(P->err);
+  }
+  if (!ok) memcpy(P->u, save, P->np * sizeof *save), r->iterations = iters;
+  P->kept[j] = !ok;
+  free(save);
+  return rc;
+}
+
+static int uncertainty(problem *P, const cal_opts *o, const gsl_vector *wts, cal_result *r) {
   size_t worst;
   int rc = PP_OK;
   while (P->nact && !(rc = sigmas(P, wts, r, &worst)) && worst != (size_t)-1) {
-    P->undetermined[P->act[worst]] = P->kept[P->act[worst]] = 1; /* sigma: this pass's */
+    size_t j = P->act[worst];
+    P->undetermined[j] = 1; /* its sigma: this pass's */
     memmove(P->act + worst, P->act + worst + 1, (P->nact - worst - 1) * sizeof *P->act);
     P->nact--;
+    if ((rc = try_prior(P, o, wts, r, j))) break;
   }
-  return P->nact ? rc : PP_OK;
+  return rc;
 }
 
 /* The descent over P->act: several starts, parameters that stop mattering dropped (and the
@@ -620,7 +658,7 @@ static int solve(problem *P, const cal_opts *o, cal_result *r) {
   }
   gsl_vector_set_all(wts, 1.0);
   int rc = fit_active(P, o, wts, wn, r);
-  if (!rc) rc = uncertainty(P, wts, r);
+  if (!rc) rc = uncertainty(P, o, wts, r);
   gsl_vector_free(wts), gsl_vector_free(wn);
   return rc;
 }

@@ -271,7 +271,8 @@ static int fit_names(const char *list, char *buf, size_t nbuf, const char **name
 }
 
 /* The fitted parameters (name -> value, sigma, prior, undetermined); the names of those not
- * informed (kept at their prior) and of those undetermined into the two arrays. */
+ * informed (kept at their prior) and of those undetermined (at their prior or not) into the
+ * two arrays. */
 static json_t *params_fitted_json(const cal_result *r, json_t **not_informed, json_t **undet) {
   json_t *o = json_object();
   *not_informed = json_array(), *undet = json_array();
@@ -281,10 +282,21 @@ static json_t *params_fitted_json(const cal_result *r, json_t **not_informed, js
       json_object_set_new(o, q->name, json_pack("{s:f, s:f, s:f, s:b}", "value", q->value,
                                                 "sigma", q->sigma, "prior", q->prior,
                                                 "undetermined", q->undetermined));
-    if (!q->informed || q->undetermined)
-      json_array_append_new(q->informed ? *undet : *not_informed, json_string(q->name));
+    if (q->undetermined || !q->informed)
+      json_array_append_new(q->undetermined ? *undet : *not_informed, json_string(q->name));
   }
   return o;
+}
+
+/* "<label>a, b, c" of the parameters left at their prior, undetermined or not as asked. */
+static void print_unfitted(const cal_result *r, int undet, const char *label) {
+  int first = 1;
+  for (size_t j = 0; j < r->nparams; j++)
+    if (!r->params[j].informed && r->params[j].undetermined == undet) {
+      printf("%s%s", first ? label : ", ", r->params[j].name);
+      first = 0;
+    }
+  if (!first) putchar('\n');
 }
 
 /* The table of fitted parameters, the undetermined ones marked. */
@@ -294,8 +306,7 @@ static void print_params(const cal_result *r) {
     if (r->params[j].informed)
       printf("  %-20s %14.6g %14.6g %12.3g%s\n", r->params[j].name, r->params[j].prior,
              r->params[j].value, r->params[j].sigma,
-             r->params[j].undetermined ? "  undetermined (uncertain by more than a factor e)"
-                                       : "");
+             r->params[j].undetermined ? "  undetermined (kept: its prior fits worse)" : "");
 }
 
 static const char *const kind_group[CAL_NKINDS] = {"collectives", "GEMMs", "ops", "iterations"};
@@ -412,13 +423,8 @@ static void print_fit(const cal_result *r, const inputs *in, const fit_report *f
            "of the whole backward; the product also a GEMM)\n", in->folded);
   for (int k = 0; k < in->nwhy; k++) printf("  left out: %d, %s\n", in->why_n[k], in->why[k]);
   print_params(r);
-  int first = 1;
-  for (size_t j = 0; j < r->nparams; j++)
-    if (!r->params[j].informed) {
-      printf("%s%s", first ? "  not informed (kept): " : ", ", r->params[j].name);
-      first = 0;
-    }
-  if (!first) putchar('\n');
+  print_unfitted(r, 0, "  not informed (kept): ");
+  print_unfitted(r, 1, "  undetermined, left at their prior: ");
   printf("  %-26s %8s %8s\n", "error (MAPE)", "before", "after");
   printf("    %-24s %7.2f%% %7.2f%%   (bias %+.2f%% -> %+.2f%%)\n", "fitted", r->mape_before,
          r->mape_after, r->bias_before, r->bias_after);
@@ -848,6 +854,7 @@ static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
   printf("calibrate --runs %s: %d runs (%zu fitted, %zu kept aside, %d rows not usable), %d folds\n",
          a->runs, f->n, f->r.nfit, f->r.nheld, f->skipped, a->folds);
   print_params(&f->r);
+  print_unfitted(&f->r, 1, "  undetermined, left at their prior: ");
   printf("  %-14s %5s %22s %22s %8s %16s\n", "source", "rows", "MAPE before/after/cv",
          "bias before/after/cv", "aside", "aside MAPE b/a");
   for (int k = 0; k < f->ng; k++) {

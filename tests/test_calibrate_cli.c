@@ -4,7 +4,9 @@
  *     imports two nccl-tests logs of 8 H100 (all-reduce and all-gather, out-of-place and
  *     in-place: 90 measurements) with --cluster dgx-h100, then `calibrate --holdout 0.25
  *     --json`: 23 held out, 67 fitted; the NVLink, NVLS and ring parameters fitted with their
- *     sigma, eff.net (no collective leaves the node) not informed; the squared log error, the
+ *     sigma, eff.net (no collective leaves the node) not informed, the ring's slope
+ *     undetermined (the model serves most sizes with NVLS: sigma 60 times its value) and left at
+ *     its prior (stored not informed, undetermined); the squared log error, the
  *     MAPE and the held-out MAPE all fall; one row in calibrations holding the parameters;
  *     `--show ID --json` reads it back; the text form prints the table and the size ranges, and
  *     --plots draws with gnuplot the fit and the residuals as PNG and SVG;
@@ -205,6 +207,11 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < json_array_size(ni); i++)
       net |= strcmp(json_string_value(json_array_get(ni, i)), "eff.net") == 0;
     CHECK(net);
+    json_t *und = json_object_get(o, "undetermined"); /* the ring's slope: see the comment */
+    CHECK_EQ(json_array_size(und), 1);
+    CHECK(json_is_string(json_array_get(und, 0)) &&
+          strcmp(json_string_value(json_array_get(und, 0)), "ring.gamma") == 0);
+    CHECK(json_object_get(pf, "ring.gamma") == NULL);
     double rb = json_real_value(json_object_get(o, "rms_log_before"));
     double ra = json_real_value(json_object_get(o, "rms_log_after"));
     double mb = json_real_value(json_object_get(o, "mape_before"));
@@ -223,6 +230,9 @@ int main(int argc, char **argv) {
   char *pj = tu_sql_text(db, "SELECT params_json FROM calibrations");
   CHECK(pj && strstr(pj, "\"eff.nvls\""));
   free(pj);
+  CHECK_EQ(tu_sql_int(db, "SELECT json_extract(params_json, '$.\"ring.gamma\".undetermined') + "
+                          "2 * json_extract(params_json, '$.\"ring.gamma\".informed') FROM "
+                          "calibrations"), 1);
 
   char sid[32];
   snprintf(sid, sizeof sid, "%lld", id);

@@ -69,12 +69,14 @@ typedef struct cal_param {
   char name[40];
   double prior;  /* the value before (the caller's parameters) */
   double value;  /* fitted; the prior when not informed */
-  double sigma;  /* one standard deviation of value (from the Jacobian; 0 when not fitted) */
-  int informed;  /* 0: no fitted observation depends on it: left at its prior */
-  int undetermined; /* 1 (informed too): fitted, but the measurements leave it uncertain by
-                       more than a factor e (most often: it moves the predictions only as
-                       other parameters together do); its value is the one the fit's
-                       predictions use, the others' sigmas are taken with it held there */
+  double sigma;  /* one standard deviation of value (from the Jacobian; 0 when not fitted;
+                    for an undetermined one, the sigma that made it so, or 0) */
+  int informed;  /* 0: left at its prior (nothing depends on it, or undetermined) */
+  int undetermined; /* 1: the measurements leave it uncertain by more than a factor e (most
+                       often: it moves the predictions only as other parameters together
+                       do): at its prior (informed 0) where the rest refitted fits as well,
+                       else informed with the value the fit's predictions use; the others'
+                       sigmas are taken with it held */
 } cal_param;
 
 typedef struct cal_result {
