@@ -8,8 +8,8 @@
  *     layers), six backend scores and their per-op measurements land in the store, and the
  *     fit (GSL) uses their GEMMs, attention and memory-bound ops, collectives (each from its own
  *     time, stored with it, no longer than a member's) and iterations: two whole plans (every
- *     observation of them) held out, GEMM efficiency fitted with a sigma, memory-bound
- *     efficiency fitted (with a sigma, or at its bound), the fit's objective falls (the errors
+ *     observation of them) held out, GEMM and memory-bound efficiencies fitted (each with a
+ *     sigma, or at its bound), the fit's objective falls (the errors
  *     are printed: under ctest -j load they need not fall), each plan reported with its
  *     measured, before and after times; one calibration row, its inputs naming the search run
  *     and the six run keys. `--show` reads it back; `predict --calibration latest` on cpu-host
@@ -109,8 +109,11 @@ int main(int argc, char **argv) {
     held += json_is_true(json_object_get(p, "held"));
   }
   CHECK_EQ(held, 2);
-  CHECK(num(json_object_get(j, "params_fitted"), "gemm_eff", "value") > 0);
-  CHECK(num(json_object_get(j, "params_fitted"), "gemm_eff", "sigma") > 0);
+  /* gemm_eff: fitted, with a sigma (or at its bound of 1, sigma 0: a core faster than the
+   * cpu-host preset's nominal 128 GFLOP/s; this host's run at about 0.9 of it) */
+  double ge = num(json_object_get(j, "params_fitted"), "gemm_eff", "value");
+  CHECK(ge > 0);
+  CHECK(num(json_object_get(j, "params_fitted"), "gemm_eff", "sigma") > 0 || ge == 1);
   /* hbm_eff: fitted, with a sigma (or at its bound, sigma 0): the memory-bound ops of this
    * host run from cache, above its nominal 10 GB/s */
   double hbm = num(json_object_get(j, "params_fitted"), "hbm_eff", "value");
