@@ -452,7 +452,7 @@ static void print_fit(const cal_result *r, const inputs *in, const fit_report *f
 }
 
 static void print_json(const cal_result *r, const inputs *in, const fit_report *f, int64_t id) {
-  json_t *ni, *al, *pf = params_fitted_json(r, &ni, &al), *sk = json_object();
+  json_t *ni, *un, *pf = params_fitted_json(r, &ni, &un), *sk = json_object();
   for (int k = 0; k < in->nwhy; k++) json_object_set_new(sk, in->why[k], json_integer(in->why_n[k]));
   char *sum = cal_summary_json(r, in->obs);
   json_t *o = sum ? json_loads(sum, 0, NULL) : json_object();
@@ -460,7 +460,7 @@ static void print_json(const cal_result *r, const inputs *in, const fit_report *
   json_object_set_new(o, "calibration_id", json_integer(id));
   json_object_set_new(o, "params_fitted", pf);
   json_object_set_new(o, "not_informed", ni);
-  json_object_set_new(o, "undetermined", al);
+  json_object_set_new(o, "undetermined", un);
   json_object_set_new(o, "skipped", sk);
   json_object_set_new(o, "merged", json_integer((json_int_t)in->merged));
   json_object_set_new(o, "folded", json_integer((json_int_t)in->folded));
@@ -838,11 +838,11 @@ static json_t *ranking_json(const runs_fit *f) {
 
 static void runs_print(const cal_args *a, const runs_fit *f, json_t *ids) {
   if (a->json) {
-    json_t *ni, *al, *pf = params_fitted_json(&f->r, &ni, &al);
+    json_t *ni, *un, *pf = params_fitted_json(&f->r, &ni, &un);
     json_t *o = json_pack("{s:o, s:i, s:I, s:I, s:i, s:o, s:o, s:o, s:i, s:o, s:f, s:f}",
                           "calibration_ids", ids, "measurements", f->n, "fitted",
                           (json_int_t)f->r.nfit, "aside", (json_int_t)f->r.nheld, "skipped",
-                          f->skipped, "params_fitted", pf, "not_informed", ni, "undetermined", al,
+                          f->skipped, "params_fitted", pf, "not_informed", ni, "undetermined", un,
                           "folds", a->folds, "by_source", groups_json(f), "rms_log_before",
                           f->r.fit_error_before, "rms_log_after", f->r.fit_error);
     json_object_set_new(o, "ranking", ranking_json(f));
