@@ -589,7 +589,7 @@ static int try_prior(problem *P, const cal_opts *o, const gsl_vector *wts, cal_r
   double c0, c1, *save = malloc(P->np * sizeof *save);
   if (!save) return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
   memcpy(save, P->u, P->np * sizeof *save);
-  int iters = r->iterations, rc = chi2_at(P, wts, &c0), ok = 0;
+  int rc = chi2_at(P, wts, &c0), ok = 0;
   if (!rc) {
     size_t dof = P->nuse > P->nact + 1 ? P->nuse - P->nact - 1 : 1;
     double var = c0 / (double)dof, floor2 = CAL__SCATTER * CAL__SCATTER;
@@ -599,7 +599,7 @@ static int try_prior(problem *P, const cal_opts *o, const gsl_vector *wts, cal_r
     else if (!st && !(rc = chi2_at(P, wts, &c1))) ok = c1 <= c0 + (var > floor2 ? var : floor2);
     if (!P->failed) pp_err_clear(P->err);
   }
-  if (!ok) memcpy(P->u, save, P->np * sizeof *save), r->iterations = iters;
+  if (!ok) memcpy(P->u, save, P->np * sizeof *save);
   P->kept[j] = !ok;
   free(save);
   return rc;
