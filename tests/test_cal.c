@@ -166,14 +166,29 @@ static void colls_round_trip(void) {
   cm_model_destroy(w.cm);
 }
 
-/* Fits o[0..n) from w's prior with the candidates of the kinds present; 0 when it fitted (the
- * caller frees r), else the failure is checked and said. */
-static int fit_all(world *w, const cal_obs *o, size_t n, cal_result *r) {
+/* Fits o[0..n) from w's prior over `names` (NULL: the candidates of the kinds present); 0
+ * when it fitted (the caller frees r), else the failure is checked and said. */
+static int fit_these(world *w, const cal_obs *o, size_t n, const char **names, cal_result *r) {
   pp_err err = {0};
-  int rc = cal_fit(&w->m, &w->c, &w->prior, o, n, NULL, r, &err);
+  cal_opts opts = {.names = names};
+  int rc = cal_fit(&w->m, &w->c, &w->prior, o, n, &opts, r, &err);
   if (rc) fprintf(stderr, "fit: %s\n", err.msg);
   CHECK_EQ(rc, PP_OK);
   return rc;
+}
+
+static int fit_all(world *w, const cal_obs *o, size_t n, cal_result *r) {
+  return fit_these(w, o, n, NULL, r);
+}
+
+/* Each parameter of r as fitted, and the MAPE before and after, under `what`. */
+static void print_fit(const char *what, const cal_result *r) {
+  for (size_t j = 0; j < r->nparams; j++) {
+    const cal_param *q = &r->params[j];
+    printf("%s: %-16s informed %d undetermined %d prior %g value %g sigma %g\n", what, q->name,
+           q->informed, q->undetermined, q->prior, q->value, q->sigma);
+  }
+  printf("  MAPE %.2f%% -> %.2f%%\n", r->mape_before, r->mape_after);
 }
 
 /* Fits o[0..n) and checks `back` within 3 sigma and 5%, and the error after below 2%; frees
@@ -378,18 +393,12 @@ static void one_shape(void) {
     o[i] = (cal_obs){.kind = CAL_GEMM, .id = (int64_t)i + 1, .m = 2048, .n = 2048, .k = 2048,
                      .time_s = 1.3 * t * exp(0.01 * gauss())};
   const char *names[] = {"gemm_eff", "gemm_k_half", NULL};
-  cal_opts opts = {.names = names};
   cal_result r;
-  pp_err err = {0};
-  int rc = cal_fit(&w.m, &w.c, &w.prior, o, 12, &opts, &r, &err);
-  if (rc) fprintf(stderr, "fit: %s\n", err.msg);
-  CHECK_EQ(rc, PP_OK);
-  if (!rc) {
+  if (!fit_these(&w, o, 12, names, &r)) {
+    print_fit("one shape", &r);
     int undet = 0, sure = 0;
     for (size_t j = 0; j < r.nparams; j++) {
       const cal_param *q = &r.params[j];
-      printf("one shape: %-12s informed %d undetermined %d prior %g value %g sigma %g\n",
-             q->name, q->informed, q->undetermined, q->prior, q->value, q->sigma);
       if (q->undetermined) {
         undet++;
         CHECK(!q->informed && q->value == q->prior);
@@ -399,7 +408,6 @@ static void one_shape(void) {
     CHECK_EQ(undet, 1);
     CHECK_EQ(sure, 1);
     CHECK_EQ(r.nfitted, 1);
-    printf("  MAPE %.2f%% -> %.2f%%\n", r.mape_before, r.mape_after);
     CHECK(r.mape_before > 20 && r.mape_after < 2);
     cal_result_free(&r);
   }
@@ -427,17 +435,9 @@ static void flat_ramp(void) {
   for (size_t i = 0; i < nall; i++) /* 16 MiB .. 4 GiB */
     if (all[i].bytes >= 16 << 20) o[n++] = all[i];
   const char *names[] = {"eff.nvlink", "ring.half_bytes", "ring.base_us", NULL};
-  cal_opts opts = {.names = names};
   cal_result r;
-  int rc = cal_fit(&w.m, &w.c, &w.prior, o, n, &opts, &r, &err);
-  if (rc) fprintf(stderr, "fit: %s\n", err.msg);
-  CHECK_EQ(rc, PP_OK);
-  if (!rc) {
-    for (size_t j = 0; j < r.nparams; j++)
-      printf("flat ramp: %-16s informed %d undetermined %d prior %g value %g sigma %g\n",
-             r.params[j].name, r.params[j].informed, r.params[j].undetermined,
-             r.params[j].prior, r.params[j].value, r.params[j].sigma);
-    printf("  MAPE %.2f%% -> %.2f%%\n", r.mape_before, r.mape_after);
+  if (!fit_these(&w, o, n, names, &r)) {
+    print_fit("flat ramp", &r);
     CHECK(r.mape_after < 2);
     const cal_param *h = param(&r, "ring.half_bytes"), *e = param(&r, "eff.nvlink"),
                     *b = param(&r, "ring.base_us");
