@@ -17,9 +17,10 @@
  *     times at 4 KiB, 1 MiB and 256 MiB than without; `predict`, `simulate`, `search
  *     --calibration latest` and `study validate` record or name it, and a plan on another
  *     cluster is refused;
- *     `--runs PUBLISHED_RUNS_CSV --folds 3`: the fitted, cross-validated and kept-aside MAPE
- *     below the fitted MAPE before, a Kendall's tau per set of runs, one calibration per
- *     cluster; --runs with --cluster refused;
+ *     `--runs PUBLISHED_RUNS_CSV --folds 3`: the fitted and cross-validated MAPE below the
+ *     fitted MAPE before, the kept-aside MAPE below its own before, a Kendall's tau in [-1, 1]
+ *     per set of runs (at least 3 sets), one calibration per cluster; --runs with --cluster
+ *     refused;
  *     seven logs of 4 to 32 ranks (their own store): one undetermined parameter kept at its
  *     fitted value and one back at its prior in the same fit. */
 #include <jansson.h>
