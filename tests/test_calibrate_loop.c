@@ -2,7 +2,7 @@
  *
  *   test_calibrate_loop PODPLAN MPIEXEC FIXTURES_BACKEND
  *     `search --method exhaustive` of the tiny model (tests/fixtures/backend/tiny.json) on
- *     cpu-host with 2 ranks, keeping all 444 plans; then `calibrate --from-search 1 --top 6
+ *     cpu-host with 2 ranks, keeping up to 500 plans (all 444); then `calibrate --from-search 1 --top 6
  *     --spread --layers 4 --launch "MPIEXEC -n 2 --oversubscribe" --holdout plans --json`:
  *     six plans spread over the ranking run for real (mpirun, OpenBLAS, MPI; 4 of the 8
  *     layers), six backend scores and their per-op measurements land in the store, and the
@@ -15,8 +15,9 @@
  *     and the six run keys. `--show` reads it back; `predict --calibration latest` on cpu-host
  *     gives another time than without it.
  *     Bad input: a search run that does not exist, a launcher that cannot start, a launched
- *     run that fails, --device cuda on a search of CPU ranks: one line on stderr naming it, a
- *     non-zero exit, no new calibration. */
+ *     run that fails, --device cuda on a search of CPU ranks: a message on stderr naming it
+ *     (the failed run's own output may precede it), exit 2 (1 for the failed run), no new
+ *     calibration. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>

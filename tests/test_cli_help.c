@@ -1,5 +1,7 @@
-/* Every subcommand of docs/cli.md exists and its -h prints usage and exits 0; those
- * not built yet say so and exit 2; bad usage is one line and exit 2. */
+/* `podplan -h` lists the 12 subcommands of docs/cli.md; each one's -h and --help print its
+ * usage on stdout (nothing on stderr) and exit 0; bad usage of each (an unknown command or
+ * option, a missing or malformed value, options that do not go together) is one line on
+ * stderr naming it, nothing on stdout, exit 2; no arguments exits 2; --version names SQLite. */
 #include <stdlib.h>
 
 #include "check.h"

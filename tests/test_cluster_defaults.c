@@ -4,8 +4,9 @@
  *   each one, and the canonical JSON carries the values and re-parses to the same cluster;
  * - paper specs of dgx-a100, dgx-h100, dgx-b200 and gb200-nvl72 predict exactly what the
  *   presets predict (the generation defaults are the presets' figures);
- * - preset predictions are pinned to what podplan predicted before partitions and defaults
- *   existed (fefc3f4): they must not move;
+ * - six presets' predictions (dgx-a100, h100-nvl256, gb200-nvl72, dgx-h100, tpu-v4-torus,
+ *   p3.16xlarge) are pinned to 1e-9 (last regenerated after the NCCL collective model and
+ *   issue 10's memory changes): a change that moves them must regenerate them on purpose;
  * - GB200 NVL72 jobs of 128, 256 and 512 GPUs run in derived 64-GPU partitions; a given
  *   nvlink.domain_gpus_used and a (hypothetical) 64-GPU domain predict exactly the same;
  *   TP and EP groups stay on NVLink inside a partition, DP groups cross partitions over the

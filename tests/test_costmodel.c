@@ -6,7 +6,13 @@
  * measured point; monotonicity (more data parallelism never raises memory per GPU, a slower
  * fabric never makes a plan faster); throughput and MFU at another iteration time
  * (cm_throughput, as the simulator's caller uses it); an infeasible plan says by how much;
- * ZeRO-3's per-module gathers stop SC'21 Table 2's plans from scaling (zero3_scaling). */
+ * ZeRO-3's per-module gathers stop SC'21 Table 2's plans from scaling (zero3_scaling);
+ * sharing: a DP group of 16 nodes crosses the spine of a plain 2:1 fat tree (half the NIC
+ * share, over 1.5x slower) but not a rail-optimized one, and DP groups on the NVL256 pod get
+ * the 2:1 taper's share; a non-uniform plan laid out as a uniform one scores alike (time
+ * within 1%, memory and FLOPs equal), and giving one stage more GPUs moves the bottleneck
+ * (nonuniform); the ops the backend runs sum to the model's FLOPs over every rank and
+ * microbatch (ops_flops). */
 #include <stdlib.h>
 
 #include "check.h"

@@ -1,8 +1,11 @@
 /* The cuda device on one GPU as rank 0 of a one-rank job: every collective kind runs and
  * verifies on one-rank communicators of every group kind, p2p batches go to this rank
- * itself (one with two sends and two receives, verified side by side), GEMM, attention and the memory-bound op run, the marks come back in order,
- * and an open device closes both ways (clean and after a failure). Asserts behaviour, never
- * speed. Skips (77) where no GPU is visible. */
+ * itself (one with two sends and two receives, verified side by side), GEMM, attention and
+ * the memory-bound op run, the marks come back in order; bad requests (a GEMM too large, a
+ * group that does not exist, a collective larger than the buffers, more marks than were
+ * made) are one-line errors; an open device closes both ways (clean and with a batch left
+ * open, as after a failure); an open listing a group kind twice is refused before touching
+ * the GPU. Asserts behaviour, never speed. Skips (77) where no GPU is visible. */
 #include <mpi.h>
 
 #include "check.h"

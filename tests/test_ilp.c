@@ -1,7 +1,8 @@
 /* The intra-operator ILP of two-level (search/search_ilp.c), solved by the real CBC, against a
  * brute-force enumeration of the same objective:
- *  - a hand-made graph of 4 operators (2-3 strategies, 4 edges, a cycle), without and with a
+ *  - a hand-made graph of 4 operators (2-3 strategies, 5 edges, a cycle), without and with a
  *    memory row that excludes the unconstrained optimum: the same objective, the same choice;
+ *    a memory budget nothing fits is refused by both the solver and the enumeration;
  *  - the transformer-layer graph of gpt3-1.3b (gelu) and llama3-8b (swiglu, GQA) on a 1x2 mesh,
  *    a 2x2 mesh with the batch forced onto axis 0 (Alpa's 2-D logical meshes) and an unforced
  *    2x2 mesh, each priced both ways: by the cost model (dgx-h100 GPUs 0-3) and by Alpa's

@@ -10,7 +10,7 @@
  *   the stage's GPUs). Uniform plans: the count-and-stride placement cm_eval uses
  *   (cm_place_group) crosses the same levels with the same bandwidth as the placement of the
  *   layout's actual members (cm_place_list).
- * - the regression case: the 78-byte non-uniform plan with cp=2 on 2 GPUs whose expert
+ * - the regression case: the 75-byte non-uniform plan with cp=2 on 2 GPUs whose expert
  *   data-parallel group used to be read past the stage's GPU array. */
 #include <stdlib.h>
 

@@ -7,7 +7,12 @@
  * batch of receives, and interleaved schedules run each steady forward and its backward with
  * no message between them (Megatron's order). Reduced runs (--layers, --shrink) and bad
  * reductions; a reduced run needs the reduced model's cost model. Each group's GPU stride as
- * the cost model would place it (be_group_stride). */
+ * the cost model would place it (be_group_stride). The operand buffers hold the largest
+ * GEMM or attention operand and the score buffer the largest score block, on every case and
+ * on a long context (llama3-8b, 8192 tokens: 4 heads x 8192 x 8192 scores, larger than any
+ * operand). ZeRO-3 (gpt3-1.3b, tp=2 dp=4): each rank runs the cost model's per-microbatch
+ * gathers and reduce-scatters (cm_zero3_plan_sched) in its order, with its byte totals, and
+ * the tail keeps only the optimizer. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,9 @@
 /* Plans: string and JSON round trips, canonical forms, hash stability, the validity rules
- * (each invalid plan names the rule it breaks) and Megatron's uneven layer split. */
+ * (each invalid plan names the rule it breaks) and Megatron's uneven layer split; who talks
+ * to whom (layout): tp, cp and dp groups and pipeline neighbours in Megatron's rank order,
+ * 1F1B, interleaved (every microbatch and chunk once each way, forward first) and GPipe step
+ * orders, and a non-uniform plan whose 4-GPU stage hands over to an 8-GPU one as 8 messages
+ * of 1/8, two per sender. */
 #include <stdlib.h>
 
 #include "check.h"

@@ -1,5 +1,7 @@
 /* Every preset loads, validates and round-trips through its canonical JSON; parameter counts
- * match the published sizes; clusters take exactly the sizes their fabric allows. */
+ * match the published sizes; clusters take exactly the sizes their fabric allows; the 7 GPU
+ * presets load and validate (H100 at hardware.csv's 989.4 dense bf16 TFLOP/s) and an unknown
+ * one is refused by name; the spec hash is FNV-1a 64 (its published test vectors). */
 #include <stdlib.h>
 
 #include "check.h"

@@ -15,8 +15,9 @@
  * only lets some ranks run further ahead. Covers gpipe, 1f1b and interleaved, pp 1..8,
  * vpp 2..4 (interleaved with pp and 2 pp microbatches), with and without TP, CP, EP and DP
  * groups, and non-uniform plans. Controls: a hand-made deadlock shows the simulator catches
- * one, collectives in different orders are caught, and the planner refuses to issue anything
- * while a batch is open. */
+ * one, different kinds at the same place (a barrier against a collective) are caught, the
+ * planner refuses to issue anything while a batch is open, and receives of one batch beyond
+ * the buffers are refused. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,8 +1,9 @@
 /* The search methods on the real cost model. Runs:
  * - the space: search_uspace_build on a 4-GPU cluster (2 nodes of 2) for a 4-layer model with
  *   gbs 4 and the space cut to tp, pp, dp <= 2, no cp, recompute none, ZeRO 0, 1F1B: the plans
- *   counted by hand (tp x pp x dp = 4: (1,1,4) (1,2,2) (1,4,1)... see space_by_hand), and a
- *   space option error (an unknown list word) names the option;
+ *   counted by hand (tp x pp x dp = 4 with each at most 2: (2,2,1) (2,1,2) (1,2,2), with their
+ *   mbs and sp choices: 12 plans; see space_by_hand), and a space option error (an unknown
+ *   list word) names the option;
  * - known optimum: on that space only one plan fits a GPU whose memory is cut so that
  *   anything but the fully sharded model (tp=2, pp=2) overflows; exhaustive and global return
  *   it; with an even smaller GPU nothing fits and the result says why;

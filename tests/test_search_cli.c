@@ -7,6 +7,8 @@
  *     keys, one run 'done' with a checkpoint per unit and its costmodel (and sim) scores, and
  *     the best plan exported as Megatron-LM arguments;
  *     GPT-3 175B on 8 GPUs: no feasible plan, the reason, exit 1;
+ *     --method all (GPT-3 1.3B, 16 H100, gbs 64): four runs of four methods stored 'done',
+ *     and in the comparison table no method's best is below global's bound;
  *     resume: GPT-3 175B on 3072 H100 for gbs 12288 (~450k plans, 111 units) is killed with
  *     SIGKILL once its first unit is committed (the test polls the file), then rerun with the
  *     same arguments (but another thread count): the same best plan, evaluation count and top

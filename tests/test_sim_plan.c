@@ -8,7 +8,10 @@
  *     non-uniform stages;
  *   - ZeRO-3 (today's DeepSpeed and v0.3's): the lowered programs run per microbatch exactly the
  *     all-gathers and gradient buckets of the cost model's schedule (cm_zero3_plan_sched), and
- *     the held ZeRO-3 plans of the table simulate to its time within 3%. */
+ *     the held ZeRO-3 plans of the table simulate to its time within 3%;
+ *   - private rings (run without SimGrid flows) against every ring as flows (all_flows) on
+ *     cases 10, 17 and 23 (the last at the step fidelity): the same iteration time, link
+ *     utilisation per level and message count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,9 @@
 /* Malformed and impossible specs through the real CLI with a real database: each gives exit
  * 2 and one line naming the file, the field and the reason, and nothing is written. Valid
- * specs are stored once by hash. */
+ * specs are stored once by hash. A cluster file equal to the dgx-h100 preset but for the
+ * figures it leaves out gets the preset's hash and canonical JSON and lists those defaulted
+ * fields. A database another process holds a write lock on: one line, exit 1, nothing
+ * written. */
 #include <sqlite3.h>
 #include <stdlib.h>
 

@@ -2,10 +2,11 @@
  * migration runner on its own list), a reader while another process writes, a locked
  * database, a writer killed mid-transaction, rows stored once, store_save (a scored plan
  * with its specs and measurements, all or nothing), store_save_specs and
- * store_import_measurements, a version-1 file migrated to version 2 with its rows kept, and
- * search runs (begin, per-unit checkpoints, resume, finish, simulator scores; a failed
- * checkpoint leaves nothing), and study cases (written with their specs, read back, replaced
- * by a second write, absent ones PP_NOTFOUND, a write into a read-only store leaves nothing). */
+ * store_import_measurements, a version-1 file migrated to the current version (3) with its
+ * rows kept, search runs (begin, per-unit checkpoints, resume, finish, simulator scores; a
+ * failed checkpoint leaves nothing), and study cases (written with their specs, read back,
+ * replaced by a second write, absent ones PP_NOTFOUND, a write into a read-only store leaves
+ * nothing). */
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
