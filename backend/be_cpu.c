@@ -80,8 +80,10 @@ static int cpu_open(const be_dev_cfg *cfg, be_dev **out, pp_err *err) {
   be_dev *d = calloc(1, sizeof *d);
   if (!d) return pp_err_set(err, PP_NOMEM, "cpu: out of memory");
   d->rank = cfg->rank, d->nranks = cfg->nranks;
-  /* one BLAS thread per rank unless the user says otherwise: ranks share the cores */
-  if (!getenv("OPENBLAS_NUM_THREADS") && cfg->nranks > 1) openblas_set_num_threads(1);
+  /* one BLAS thread per rank unless the user says otherwise (OPENBLAS_NUM_THREADS): a rank is
+   * one core, as cpu-host's device (cpu-core) is, alone in its job too (`bench gemm`, a
+   * one-rank run), and ranks of one job share the cores */
+  if (!getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
   d->groups = cfg->groups, d->ngroups = cfg->ngroups;
   d->timeout_s = cfg->timeout_s > 0 ? cfg->timeout_s : 300;
   d->world = MPI_COMM_NULL;

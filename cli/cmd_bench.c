@@ -21,8 +21,10 @@ static const char usage[] =
     "                          [--iters N] [--warmup W] [--cluster C [--gpus N]] [--db F]\n"
     "\n"
     "  gemm   time GEMMs of each shape on one rank (default: squares 256 to 2048 on cpu, 1024\n"
-    "         to 16384 on cuda) and store them as measurements (kind gemm): the efficiency\n"
-    "         surface calibration fits\n"
+    "         to 16384 on cuda; on cpu one BLAS thread, a core, unless OPENBLAS_NUM_THREADS\n"
+    "         says otherwise) and store them as measurements (kind gemm): the efficiency\n"
+    "         surface calibration fits; \"of peak\" is of the device's peak (cuda) or of the\n"
+    "         --cluster's GPU figure (cpu)\n"
     "  coll   time a collective over all ranks of the job (mpirun -n R podplan bench coll),\n"
     "         sizes MIN to MAX bytes by FACTOR; prints nccl-tests' table (out-of-place; the\n"
     "         in-place columns repeat the measurement: podplan's devices keep separate\n"
@@ -183,7 +185,8 @@ static int bench_gemm(const bench_opts *o) {
   char run_key[96];
   snprintf(run_key, sizeof run_key, "bench-gemm:%s:%ld:%d", o->device, (long)time(NULL),
            (int)getpid());
-  double peak = e.dv->peak_flops(e.d);
+  double peak = e.dv->peak_flops(e.d); /* 0 on the cpu device: the cluster's figure then */
+  if (!(peak > 0) && e.have_cluster) peak = e.cl.gpu.bf16_tflops * 1e12;
   const char *name = strcmp(o->device, "cpu") == 0 ? "gemm_fp32" : "gemm_bf16";
   if (!ms || !shape_json) rc = pp_err_set(&err, PP_NOMEM, "bench: out of memory");
   if (!rc) rc = be_bench_gemm(e.dv, e.d, rows, ns, o->reps, &err);

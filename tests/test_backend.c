@@ -2,7 +2,9 @@
  * pp=2 x dp=2, pp=4 (1F1B) and pp=4 with 2 chunks (interleaved): every collective and message
  * verified, a trace with a track per rank, a score and measurements in the store. A rank that
  * exits or hangs takes the job down with a clear error within the timeout; a job of the wrong
- * size and an unknown device are refused. `bench coll` prints nccl-tests' format.
+ * size and an unknown device are refused. `bench coll` prints nccl-tests' format, which
+ * `import nccl-tests` reads back; `bench gemm --cluster cpu-host` stores its shapes as that
+ * cluster's GEMM measurements and gives each a fraction of the cluster's device figure.
  * argv: podplan, mpiexec, fixtures/backend. */
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,19 @@ int main(int argc, char **argv) {
   free(log);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements WHERE source = 'podplan bench coll'"),
            14);
+
+  /* bench gemm on one rank of cpu-host: the shapes stored as GEMM measurements of that
+   * cluster, "of peak" against its device's figure (cpu-core, 128 GFLOP/s) */
+  char *gemm[] = {(char *)podplan, "bench", "gemm", "--cluster", "cpu-host", "--shapes",
+                  "64x64x64,256x128x512", "--reps", "2", "--db", db, "--json", NULL};
+  tu_exec(gemm, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "\"peak_flops\": 1.28e11");
+  CHECK_CONTAINS(r.out, "\"peak_fraction\": "); /* its value: the core's speed, not asserted */
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements m JOIN clusters c ON "
+                          "m.cluster_id = c.id WHERE m.source = 'podplan bench gemm' AND "
+                          "m.kind = 'gemm' AND c.name = 'cpu-host'"), 2);
 
   free(db), free(model);
   tu_rmtree(dir);
