@@ -13,12 +13,19 @@
 #   test_cuda_dev    /
 #   bench_cuda       cuBLAS GEMMs and the memory kernel (fails below 70% of the bf16 peak)
 #   run              podplan run --device cuda: 1 rank, a Llama 3 8B iteration at 4 layers
-#   bench_gemm       podplan bench gemm --device cuda
+#   bench_gemm       podplan bench gemm --device cuda: 12 shapes, large and small, long and
+#                    short k-loops (what calibrate needs to tell gemm_eff, gemm_k_half and
+#                    kernel_us apart)
+# run and bench_gemm store their measurements under one cluster: benchmarks/h200-node.json on
+# an H200, the dgx-h100 preset otherwise. GSL is not on the GPU machine: the store comes back
+# (gpu_check.db) and is fitted where podplan is fully built:
+#   podplan calibrate --cluster benchmarks/h200-node.json --db gpu_check.db --holdout 0.25
 # Without a GPU (nvidia-smi missing or listing none) the GPU steps report NO GPU instead.
 # The last line sums up; exit status 0 all passed, 1 something failed, 77 no GPU (the rest
-# passed). Files (at most 4) go to $OUT when set, else build-gpu/check: gpu_check.log (all
+# passed). Files (at most 5) go to $OUT when set, else build-gpu/check: gpu_check.log (all
 # of this output), build.log (the full configure and build log), results.txt (the step lines),
-# run-cuda.trace.json. The whole run stays within GPU_CHECK_SECONDS (default 570).
+# run-cuda.trace.json, gpu_check.db. The whole run stays within GPU_CHECK_SECONDS (default
+# 570).
 # usage: [OUT=dir] [NCCL_ROOT=dir] bash benchmarks/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -221,14 +228,22 @@ else
 fi
 
 # ---- the GPU steps --------------------------------------------------------------------------
-db=$bld/gpu_check.db
+db=$out/gpu_check.db
 rm -f "$db"
+cluster=dgx-h100
+if [ $gpu = 1 ] && timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  cluster=$root/benchmarks/h200-node.json
+fi
+echo
+echo "== measurements go to $db, cluster $cluster"
 runstep test_cuda_probe 60 "$bld/tests/test_cuda_probe"
 runstep test_cuda_dev 120 "$bld/tests/test_cuda_dev"
 runstep bench_cuda 180 "$bld/benchmarks/bench_cuda"
-runstep run 120 "$bld/cli/podplan" run --device cuda --model llama3-8b --cluster dgx-h100 \
+runstep run 120 "$bld/cli/podplan" run --device cuda --model llama3-8b --cluster "$cluster" \
   --gpus 1 --plan tp=1,pp=1,mbs=1,gbs=4 --layers 4 --iters 5 --db "$db" \
   --trace "$out/run-cuda.trace.json"
-runstep bench_gemm 120 "$bld/cli/podplan" bench gemm --device cuda --db "$db" \
-  --shapes 8192x8192x8192,4096x4096x4096,8192x1536x12288,2048x12288x1536
+runstep bench_gemm 120 "$bld/cli/podplan" bench gemm --device cuda --cluster "$cluster" \
+  --gpus 1 --db "$db" --shapes \
+  8192x8192x8192,4096x4096x4096,8192x1536x12288,2048x12288x1536,16384x16384x16384,\
+1024x1024x1024,2048x2048x256,8192x8192x128,512x512x512,4096x14336x4096,4096x4096x14336,256x4096x4096
 summary
