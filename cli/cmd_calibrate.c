@@ -33,16 +33,20 @@ static const char usage[] =
     "it): collectives imported from nccl-tests logs or measured by `bench coll` (bandwidth\n"
     "efficiency per level, NVLS efficiency and cap, each algorithm's ramp and latency), GEMMs\n"
     "of `bench gemm` and of `podplan run` (GEMM efficiency, k-loop, kernel overhead), a run's\n"
-    "forward attention and memory-bound ops (attention and memory-bound efficiency) and its\n"
-    "iteration time (all of these, priced as the backend runs it: nothing overlapped), with\n"
-    "GSL's nonlinear least squares on log(predicted / measured). A run's ops of one shape count\n"
-    "once (their mean). CPU measurements inform only a cluster of CPU ranks (cpu-host), GPU\n"
-    "ones only GPUs. A parameter no measurement informs keeps its value and is listed as such.\n"
+    "attention (the forward, and the whole backward) and memory-bound ops (attention and\n"
+    "memory-bound efficiency) and its iteration time (all of these, priced as the backend runs\n"
+    "it: nothing overlapped), with GSL's nonlinear least squares on log(predicted /\n"
+    "measured). A run's ops of one shape count once (their mean). CPU measurements inform\n"
+    "only a cluster of CPU ranks (cpu-host), GPU ones only GPUs. A parameter no measurement\n"
+    "informs keeps its value and is listed as such; one the measurements leave uncertain by\n"
+    "more than a factor e is flagged undetermined (back at its prior where the rest then fits\n"
+    "as well, else kept where the fit put it).\n"
     "Prints each fitted value with its uncertainty and the error before and after (fitted,\n"
     "held out, per kind, collectives by size; each run's plan with Kendall's tau), and stores\n"
     "the calibration with its inputs and residuals. A run's collectives count with their own\n"
     "time (without the members' waiting for the last one). Left out and counted: collectives\n"
-    "of a run without it or on groups placed otherwise, backward attention, p2p messages.\n"
+    "of a run without it or on groups placed otherwise, a backward attention without its\n"
+    "score product, p2p messages.\n"
     "\n"
     "With --from-search, first runs plans of a stored search on the backend, one after another\n"
     "as `CMD podplan run --plan-id ID ... --json` (e.g. --launch \"mpirun -n 4\"), then fits\n"
@@ -306,7 +310,7 @@ static void print_params(const cal_result *r) {
     if (r->params[j].informed)
       printf("  %-20s %14.6g %14.6g %12.3g%s\n", r->params[j].name, r->params[j].prior,
              r->params[j].value, r->params[j].sigma,
-             r->params[j].undetermined ? "  undetermined (kept: its prior fits worse)" : "");
+             r->params[j].undetermined ? "  undetermined (kept where the fit put it)" : "");
 }
 
 static const char *const kind_group[CAL_NKINDS] = {"collectives", "GEMMs", "ops", "iterations"};

@@ -113,8 +113,8 @@ int cal_cv(const spec_model *m, const spec_cluster *c, const cm_params *prior, c
            size_t n, const cal_opts *o, int k, double *cv, pp_err *err);
 void cal_result_free(cal_result *r);
 
-/* The fitted values as JSON: {"name": {"prior": p, "value": v, "sigma": s, "informed": b}, ...}
- * (malloc'd; NULL when out of memory). */
+/* The fitted values as JSON: {"name": {"prior": p, "value": v, "sigma": s, "informed": b,
+ * "undetermined": b}, ...} (malloc'd; NULL when out of memory). */
 char *cal_params_json(const cal_result *r);
 /* Applies a calibration's JSON (cal_params_json) to p: every informed parameter's value.
  * PP_INPUT naming `origin` and the field for malformed JSON or an out-of-range value. */
