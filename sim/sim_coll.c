@@ -249,26 +249,31 @@ static int ring_steps(cm_coll c, int n) {
   return c == CM_ALL_REDUCE ? 2 * (n - 1) : c == CM_SEND_RECV ? 1 : n - 1;
 }
 
+double sim__ring_form(const cm_model *cm, cm_coll c, cm_algo *a, double bytes,
+                      const cm_place *pl, double *lat_s) {
+  cm_coll_parts p, ring;
+  cm_coll_split(cm, c, CM_ALGO_RING, bytes, pl, &ring);
+  if (*a == CM_ALGO_RING || cm_coll_split(cm, c, *a, bytes, pl, &p)) *a = CM_ALGO_RING, p = ring;
+  /* the ring's flows run at the ring's bandwidth on an idle fabric (its slowest level, the
+   * cost model's ring bandwidth); another algorithm's volume is scaled by the ratio of the
+   * bandwidths, so that alone its flows take its own time */
+  *lat_s = p.lat_s;
+  return p.bw_Bps > 0 && ring.bw_Bps > 0 ? p.vol_bytes / p.ramp * (ring.bw_Bps / p.bw_Bps) : 0;
+}
+
 /* A ring collective (or another algorithm run as ring flows) on a view; pl its placement. */
 static void ring_run(sim__world *w, const rview *r, const cm_place *pl, cm_coll c, cm_algo a,
                      double bytes) {
   if (r->n <= 1 || bytes <= 0) return;
-  cm_coll_parts p, ring;
-  cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, pl, &ring);
-  if (a == CM_ALGO_RING || cm_coll_split(w->cm, c, a, bytes, pl, &p)) a = CM_ALGO_RING, p = ring;
-  /* the ring's flows run at the ring's bandwidth on an idle fabric (its slowest level, the
-   * cost model's ring bandwidth); another algorithm's volume is scaled by the ratio of the
-   * bandwidths, so that alone its flows take its own time */
-  double flow =
-      p.bw_Bps > 0 && ring.bw_Bps > 0 ? p.vol_bytes / p.ramp * (ring.bw_Bps / p.bw_Bps) : 0;
+  double lat, flow = sim__ring_form(w->cm, c, &a, bytes, pl, &lat);
   if (w->fidelity == SIM_STEP) {
     int steps = ring_steps(c, r->n);
     double base = cm_model_params(w->cm)->algo[a].base_us * 1e-6;
-    if (base > p.lat_s) base = p.lat_s;
+    if (base > lat) base = lat;
     sleep_for(base);
-    sleep_for(ring_flows(w, r, flow, steps, (p.lat_s - base) / steps));
+    sleep_for(ring_flows(w, r, flow, steps, (lat - base) / steps));
   } else {
-    sleep_for(ring_flows(w, r, flow, 1, 0) + p.lat_s);
+    sleep_for(ring_flows(w, r, flow, 1, 0) + lat);
   }
 }
 

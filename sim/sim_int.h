@@ -179,6 +179,13 @@ sg_comm_t sim__put(sim__world *w, int src, int dst, sg_mailbox_t mb, double byte
 void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
 /* The collective a member of a group runs (inside its actor). */
 void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes);
+/* Collective c of `bytes` with algorithm *a on placement pl in ring form: the bytes its ring
+ * flows carry (*a's volume over its ramp, scaled by the ring's bandwidth over *a's, so that on
+ * an idle fabric the flows, which run at the ring's bandwidth, take *a's time) and *a's
+ * latency (*lat_s); an algorithm the cost model cannot split for this group runs as the ring
+ * (*a becomes CM_ALGO_RING). */
+double sim__ring_form(const cm_model *cm, cm_coll c, cm_algo *a, double bytes,
+                      const cm_place *pl, double *lat_s);
 /* After the run: adds the bytes private rings sent to link_bytes ([2 l] UP, [2 l + 1] DOWN),
  * frees their run state. */
 void sim__private_done(sim__world *w);
@@ -194,7 +201,8 @@ double sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes);
 int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 /* Chunking of the step forms (sim_coll.c): an NVLS pipeline's chunk on a member's NVLink
  * port and the most chunks one all-reduce is cut into; an all-to-all pair's chunk and the most
- * rounds. NVLS relays are actors on the switch hosts that each collective starts itself. */
+ * rounds. NVLS relays are actors on the switch hosts, pooled and kept for the run (a member
+ * that finds its node's relays busy starts another). */
 #define SIM__NVLS_CHUNK (256.0 * 1024)
 #define SIM__NVLS_MAXCHUNKS 1024
 /* Ring channels of a group at most (NCCL's MAXCHANNELS). */

@@ -506,14 +506,12 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
   if (g->n <= 1 || bytes <= 0) return;
   cm_algo a = CM_ALGO_RING;
   B->cum += cm_coll_best(w->cm, c, bytes, &g->pl, &a);
-  cm_coll_parts parts;
   if (!w->per_layer && !B->cut && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
       !(a == CM_ALGO_NVLS && g->relay_node)) {
-    /* the fast form of sim__coll_exec: vol / ramp bytes in ring flows, then the latency */
-    if (cm_coll_split(w->cm, c, a, bytes, &g->pl, &parts))
-      cm_coll_split(w->cm, c, CM_ALGO_RING, bytes, &g->pl, &parts);
-    B->t->agg_flow[k] += parts.bw_Bps > 0 ? parts.vol_bytes / parts.ramp : 0;
-    B->t->agg_lat[k] += parts.lat_s;
+    /* the fast form of sim__coll_exec: its ring flows' bytes, then the latency */
+    double lat;
+    B->t->agg_flow[k] += sim__ring_form(w->cm, c, &a, bytes, &g->pl, &lat);
+    B->t->agg_lat[k] += lat;
     return;
   }
   tb_flush(B);
