@@ -62,34 +62,53 @@ static int in_list(const char *list, const char *name) {
   return 0;
 }
 
-/* Every name of a comma list must name something of the grid's column (or a preset): an
- * unknown one is bad input, named. */
-static int check_list(const char *list, const char *what, const study__csv *g, int col,
-                      pp_err *err) {
+/* Every name of a comma list must be one of vals[0..n) (a value of the grid's column): an
+ * unknown one is bad usage, named with the known ones. */
+static int check_names(const char *list, const char *what, const char *const *vals, int n,
+                       pp_err *err) {
   if (!list) return PP_OK;
   if (!*list) return pp_err_set(err, PP_USAGE, "--%s: empty list", what);
   char known[1024] = "";
   size_t kn = 0;
-  for (int r = 0; r < g->nrows; r++) {
-    const char *v = g->rows[r][col];
-    if (v[0] == '{') continue; /* an inline model: named by its JSON's name */
-    if (!strstr(known, v) && kn + strlen(v) + 3 < sizeof known)
-      kn += (size_t)snprintf(known + kn, sizeof known - kn, "%s%s", kn ? ", " : "", v);
-  }
+  for (int r = 0; r < n; r++)
+    if (vals[r][0] != '{' && !strstr(known, vals[r]) && kn + strlen(vals[r]) + 3 < sizeof known)
+      kn += (size_t)snprintf(known + kn, sizeof known - kn, "%s%s", kn ? ", " : "", vals[r]);
   for (const char *p = list; *p;) {
     const char *e = strchr(p, ',');
     size_t l = e ? (size_t)(e - p) : strlen(p);
     int found = 0;
-    for (int r = 0; r < g->nrows && !found; r++) {
-      const char *v = g->rows[r][col];
-      found = strlen(v) == l && !strncmp(v, p, l);
-    }
+    for (int r = 0; r < n && !found; r++) found = strlen(vals[r]) == l && !strncmp(vals[r], p, l);
     if (!found)
       return pp_err_set(err, PP_USAGE, "--%s: '%.*s' is not in the pillar grid (%s)", what,
                         (int)l, p, known);
     p += l + (e ? 1 : 0);
   }
   return PP_OK;
+}
+
+/* --fabrics, --scales (values of their columns) and --models (each row's model by name: a
+ * preset's, or an inline model's JSON name) checked against the grid. */
+static int check_lists(const study_pillar_opts *o, const study__csv *g, int cf, int cg, int cm,
+                       const char *origin, pp_err *err) {
+  const char **vals = calloc((size_t)(g->nrows ? g->nrows : 1), sizeof *vals);
+  char (*names)[SPEC_NAME_MAX] = calloc((size_t)(g->nrows ? g->nrows : 1), sizeof *names);
+  int rc = vals && names ? PP_OK : pp_err_set(err, PP_NOMEM, "pillar: out of memory");
+  const int cols[2] = {cf, cg};
+  const char *lists[2] = {o->fabrics, o->scales}, *whats[2] = {"fabrics", "scales"};
+  for (int k = 0; k < 2 && !rc; k++) {
+    for (int r = 0; r < g->nrows; r++) vals[r] = g->rows[r][cols[k]];
+    rc = check_names(lists[k], whats[k], vals, g->nrows, err);
+  }
+  for (int r = 0; !rc && o->models && r < g->nrows; r++) {
+    spec_model m;
+    if (spec_model_load(g->rows[r][cm], &m, err))
+      rc = pp_err_prefix(err, "%s: row %d: model", origin, r + 2);
+    snprintf(names[r], sizeof names[r], "%s", m.name);
+    vals[r] = names[r];
+  }
+  if (!rc && o->models) rc = check_names(o->models, "models", vals, g->nrows, err);
+  free(vals), free(names);
+  return rc;
 }
 
 static int parse_int_field(const char *v, const char *origin, int row, const char *col,
@@ -118,7 +137,7 @@ static int load_cases(const study_pillar_opts *o, study__pcase **out, int *n, pp
   if (cs < 0 || cf < 0 || cm < 0 || cg < 0 || cb < 0)
     rc = pp_err_set(err, PP_INPUT, "%s: the header needs set, fabric, model, gpus and gbs",
                     origin);
-  if (!rc) rc = check_list(o->fabrics, "fabrics", &g, cf, err);
+  if (!rc) rc = check_lists(o, &g, cf, cg, cm, origin, err);
   if (!rc && !(*out = calloc((size_t)(g.nrows ? g.nrows : 1), sizeof **out)))
     rc = pp_err_set(err, PP_NOMEM, "pillar: out of memory");
   *n = 0;

@@ -12,8 +12,9 @@
  *  - with --sim-time-limit 0.001 every simulation is stopped: exit 0, every
  *    found row of the CSV has no simulated time and sim_stopped 1, the markdown says so;
  *  - under mpirun -n 2 (when MPI is built: argv[2]) the sharded study gives the same times;
- *  - bad input: an unknown fabric in --fabrics, an option of another study, a grid with a bad
- *    set: exit 2, one line naming it, nothing stored. */
+ *  - bad input: an unknown fabric in --fabrics, model in --models or scale in --scales, an
+ *    option of another study, a grid with a bad set: exit 2, one line naming it, nothing
+ *    stored. */
 #include <jansson.h>
 #include <sqlite3.h>
 #include <math.h>
@@ -187,6 +188,21 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
   tu_exec(a1, &r);
   CHECK_EQ(r.status, 2);
   CHECK_CONTAINS(r.err, "--fabrics: 'nope' is not in the pillar grid");
+  CHECK_EQ(tu_lines(r.err), 1);
+  tu_run_free(&r);
+  /* a model or a scale not in the grid: named too (they used to match nothing silently) */
+  char *a4[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
+                "--models", "gpt3-1.3bb", NULL};
+  tu_exec(a4, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "--models: 'gpt3-1.3bb' is not in the pillar grid");
+  CHECK_EQ(tu_lines(r.err), 1);
+  tu_run_free(&r);
+  char *a5[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
+                "--scales", "17", NULL};
+  tu_exec(a5, &r);
+  CHECK_EQ(r.status, 2);
+  CHECK_CONTAINS(r.err, "--scales: '17' is not in the pillar grid");
   CHECK_EQ(tu_lines(r.err), 1);
   tu_run_free(&r);
   char *a2[] = {(char *)podplan, "study", "pillar", "--tokens", "5", "--db", (char *)db, NULL};

@@ -80,8 +80,8 @@ double study_kendall_tau(const double *x, const double *y, int n, int *concordan
  * every row complete enough to evaluate (the skipped rows included) with the tightest headroom,
  * then the predicted against the published bus bandwidths (all-reduce, all-gather,
  * reduce-scatter; one node, several nodes, NVLink domains); writes out_dir/validate.csv and
- * out_dir/validate_rank.csv (one line per set: source, model, rows, concordant, discordant,
- * tau) and stores the scores (source published and costmodel) in one
+ * out_dir/validate_rank.csv (one line per set of runs of one model: set (its source and
+ * model), rows, concordant, discordant, tau) and stores the scores (source published and costmodel) in one
  * transaction. */
 int study_validate(const study_validate_opts *o, study_validate_summary *sum, pp_err *err);
 
