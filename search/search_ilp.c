@@ -11,9 +11,10 @@
  *   matmul Y = X W: N  all-reduce of dX in the backward (Megatron's f);
  *                   K  all-reduce of Y in the forward (Megatron's g);
  *                   KRS reduce-scatter of Y in the forward, all-gather of dY in the backward;
- *                   B, S  all-reduce of the weight gradient (default costs: once per
- *                   iteration, so 1/microbatches of it per microbatch; Alpa's ILP, which does
- *                   not see gradient accumulation, charges all of it);
+ *                   B, S  all-reduce of the weight gradient (default costs: 1/microbatches
+ *                   of it per microbatch, where the caller sets microbatches; two-level
+ *                   leaves it at 1 and so charges all of it, as Alpa's ILP, which does not
+ *                   see gradient accumulation, does);
  *   other operators: no communication of their own.
  * Compute (default costs only): an operator split over k of the mesh's n devices costs its
  * time x (1/k - 1/n), so an even split costs nothing and replication its redundant work (Alpa

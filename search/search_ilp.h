@@ -100,7 +100,8 @@ typedef struct search__ilp_costs {
   cm_model *cm;          /* default costs: the cost model (cm_coll_best, cm_gemm_time) */
   int samples;           /* sequences per microbatch on the whole mesh */
   int microbatches;      /* default costs: weight gradients are reduced once per iteration,
-                            so their all-reduce is charged 1/microbatches per microbatch */
+                            so their all-reduce is charged 1/microbatches per microbatch
+                            (two-level leaves it at 1: charged in full, as Alpa does) */
   int allow_seq;         /* strategies that split the sequence (S, KRS) are offered */
   double act_bytes;      /* bytes per activation element (2) */
   double grad_bytes;     /* bytes per gradient element reduced */

@@ -6,8 +6,9 @@
  * ranking of their plans; the simulator's re-scoring (the funnel), the store and MPI are the
  * caller's (the CLI hands in hooks). Depends on spec.h and cm.h; CBC is linked only here.
  *
- * Work is split into numbered units (exhaustive: slices of the uniform space; global: one
- * microbatch count each; two-level and megatron: one unit) so that a search can be sharded
+ * Work is split into numbered units (exhaustive: slices of the uniform space; global: its
+ * uniform part, two-level's plans, then one per (microbatch count, sp, ZeRO); two-level and
+ * megatron: one unit) so that a search can be sharded
  * over MPI ranks (unit u on rank u mod R) and resumed after a kill (units already done are
  * skipped, their best plans handed back in). Every unit is searched by one thread with its
  * own cost model, in a fixed order, so the plans found and the evaluation count do not depend
