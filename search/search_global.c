@@ -926,6 +926,12 @@ static int gl_unit(search__unit *u, pp_err *err) {
     return PP_OK;
   }
   if (u->unit == 1) return two_level_unit(u, err);
+  unsigned sched = u->run->o->space.schedules;
+  if (sched && !(sched & (1u << SPEC_SCHED_1F1B))) { /* the non-uniform part runs 1F1B only */
+    u->complete = 1;
+    u->bound_s = INFINITY; /* an empty part: nothing of it to beat */
+    return PP_OK;
+  }
   int i = u->unit - 2;
   gunit g = {.u = u, .s = s};
   g.zero = s->zs[i % s->nz];

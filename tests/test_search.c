@@ -7,6 +7,8 @@
  * - known optimum: on that space only one plan fits a GPU whose memory is cut so that
  *   anything but the fully sharded model (tp=2, pp=2) overflows; exhaustive and global return
  *   it; with an even smaller GPU nothing fits and the result says why;
+ * - GPipe only: with schedules gpipe global returns only uniform GPipe plans (its 1F1B-only
+ *   non-uniform part left out) and exhaustive's best;
  * - determinism: exhaustive on GPT-3 13B / 64 GPUs of dgx-h100 with 1 and 2 threads gives the
  *   same best plan and the same evaluation and pruning counts;
  * - megatron: on GPT-3 175B / 1024 GPUs of dgx-h100 (gbs 1536) it uses tp = 8 (a node) and
@@ -141,6 +143,35 @@ static void known_optimum(void) {
   CHECK_EQ(r.ntop, 0);
   CHECK(strstr(r.why, "GiB over") != NULL);
   search_result_clear(&r);
+  cm_model_destroy(cm);
+}
+
+/* A space of GPipe plans only (schedules gpipe) on 4 GPUs (2 nodes of 2) for a 4-layer
+ * model: global's plans are all uniform GPipe ones (its non-uniform part, 1F1B only, is left
+ * out; it used to offer 1F1B plans the space excludes) and its best is exhaustive's. */
+static void gpipe_only(void) {
+  spec_model m;
+  spec_cluster c;
+  tiny(4, 4, 2, 80, &m, &c);
+  search_space s;
+  search_space_default(4, &s);
+  pp_err err = {0};
+  CHECK(search_space_set(&s, "schedules", "gpipe", &err) == PP_OK);
+  cm_model *cm = NULL;
+  CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  search_result g, x;
+  CHECK(run(cm, SEARCH_GLOBAL, 8, &s, 1, 0, &g) == PP_OK);
+  CHECK(run(cm, SEARCH_EXHAUSTIVE, 8, &s, 1, 0, &x) == PP_OK);
+  CHECK(g.ntop >= 1 && x.ntop >= 1);
+  for (int i = 0; i < g.ntop; i++) {
+    const spec_plan *p = &g.top[i].plan;
+    if (p->nstages || p->schedule != SPEC_SCHED_GPIPE)
+      fprintf(stderr, "gpipe only: global's plan %d is %s\n", i,
+              p->nstages ? "non-uniform" : spec_schedule_name(p->schedule));
+    CHECK(p->nstages == 0 && p->schedule == SPEC_SCHED_GPIPE);
+  }
+  if (g.ntop && x.ntop) CHECK_NEAR(g.top[0].cm.iter_time_s, x.top[0].cm.iter_time_s, 1e-12);
+  search_result_clear(&g), search_result_clear(&x);
   cm_model_destroy(cm);
 }
 
@@ -377,6 +408,7 @@ static void time_limit_torus(void) {
 int main(void) {
   space_by_hand();
   known_optimum();
+  gpipe_only();
   determinism();
   megatron();
   brute_force();
