@@ -6,6 +6,8 @@
 #   ./setup.sh tour    the other commands: search --method all, presets, validate, simulate,
 #                      the CPU backend under mpirun, calibration
 #   ./setup.sh test    the whole test suite: a normal build, then an ASan+UBSan build
+#   ./setup.sh backend only build, then the CPU backend under mpirun and calibration (the
+#                      part of the tour that runs plans for real)
 #   ./setup.sh deps    only install the packages
 #   ./setup.sh build   only install and build (build/)
 #   ./setup.sh fuzz    also install clang and libFuzzer, build the fuzz harnesses (build-fuzz/)
@@ -61,7 +63,7 @@ run_main() {
   # The question podplan exists to answer: does Alpa's two-level split still find the best
   # plan? The pillar study's quick grid (GPT-3 39B and 175B on 256 GPUs of DGX H100
   # nodes, of one NVLink Switch pod and of GB200 NVL72 racks): every search method, each
-  # one's best 3 simulated, the gaps to global's certified lower bound; then the report of
+  # one's best simulated, the gaps to global's certified lower bound; then the report of
   # everything the store holds. Tables on the terminal; CSV, markdown and plots in results/.
   mkdir -p results
   echo "== podplan study pillar --quick --db podplan.db --out results/pillar"

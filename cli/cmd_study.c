@@ -76,28 +76,29 @@ static void print_usage(void) {
   fputs("usage: podplan study validate [--data F] [--db F] [--out DIR] [--calibration SEL]\n"
         "       podplan study pillar [--quick] [--fabrics L] [--models L] [--scales L]\n"
         "                            [--db F] [--out DIR] [--calibration SEL] [--time-limit S]\n"
-        "       podplan study capacity --model M --tokens T [--deadline D | --gpus-max N]\n"
+        "       podplan study capacity --model M --tokens T [--deadline D] [--gpus-max N]\n"
         "                            [--clusters L] [--price-per-gpu-hour P] [--db F] [--out DIR]\n"
         "\n"
         "  validate   the cost model against published training runs (SC'21, Korthikanti et al.,\n"
         "             MT-NLG; NeMo, MPT and SC'21 Table 2 kept aside): per-row predicted vs\n"
-        "             published iteration time, MAPE per source, per set and overall,\n"
+        "             published iteration time, MAPE per source and per set (target, holdout),\n"
         "             Kendall's tau per set of runs of one model, and whether every\n"
         "             published configuration fits (the tightest headroom)\n"
         "  pillar     where Alpa's two-level search still finds the best plan, fabric by fabric:\n"
         "             megatron, two-level (island = node, and = NVLink domain), exhaustive and\n"
-        "             global on every case of the grid, each one's best 3 simulated; the gap to\n"
-        "             global's lower bound, what global's best does that two-level cannot, and\n"
-        "             Alpa's ablation on the V100 cluster. Cases already in the store are\n"
-        "             skipped (a killed study resumes); under mpirun the searches are sharded\n"
+        "             global on every case of the grid, each one's best 3 (--quick: 1)\n"
+        "             simulated; the gap to global's lower bound, what global's best does\n"
+        "             that two-level cannot, and Alpa's ablation on the V100 cluster. Cases\n"
+        "             already in the store are skipped (a killed study resumes); under mpirun\n"
+        "             the searches are sharded\n"
         "  capacity   cluster sizing: the best plan per fabric and GPU count, time and cost to\n"
         "             train T tokens, the smallest cluster per fabric that meets the deadline\n"
         "\n",
         stdout);
   for (size_t i = 0; i < NOPTS; i++) {
     char left[48];
-    snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
-             opts[i].arg ? opts[i].arg : "");
+    snprintf(left, sizeof left, "%s--%s%s%s", opts[i].id == O_HELP ? "-h, " : "",
+             opts[i].name, opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
     /* wrap the help at 60 columns */
     const char *h = opts[i].help;
     int first = 1;
