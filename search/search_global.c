@@ -230,16 +230,23 @@ static void gl_release(search__run *run) {
   run->state = NULL;
 }
 
+/* Whether the space holds the non-uniform part: it runs 1F1B only, so a space of other
+ * schedules (--schedules gpipe) leaves it out. */
+static int nonuniform_on(const search__run *run) {
+  unsigned sched = run->o->space.schedules;
+  return !sched || (sched & (1u << SPEC_SCHED_1F1B));
+}
+
 static int gl_units(search__run *run, int *n, pp_err *err) {
   (void)err;
   gl_state *s = run->state;
-  *n = 2 + s->nm * s->nsp * s->nz;
+  *n = 2 + (nonuniform_on(run) ? s->nm * s->nsp * s->nz : 0);
   return PP_OK;
 }
 
 static double gl_space(search__run *run) {
   gl_state *s = run->state;
-  return (double)search_uspace_size(s->u) + s->nonuniform_size;
+  return (double)search_uspace_size(s->u) + (nonuniform_on(run) ? s->nonuniform_size : 0);
 }
 
 /* ---- stage types ------------------------------------------------------------------------- */
@@ -926,12 +933,6 @@ static int gl_unit(search__unit *u, pp_err *err) {
     return PP_OK;
   }
   if (u->unit == 1) return two_level_unit(u, err);
-  unsigned sched = u->run->o->space.schedules;
-  if (sched && !(sched & (1u << SPEC_SCHED_1F1B))) { /* the non-uniform part runs 1F1B only */
-    u->complete = 1;
-    u->bound_s = INFINITY; /* an empty part: nothing of it to beat */
-    return PP_OK;
-  }
   int i = u->unit - 2;
   gunit g = {.u = u, .s = s};
   g.zero = s->zs[i % s->nz];

@@ -101,8 +101,10 @@ static int check_lists(const study_pillar_opts *o, const study__csv *g, int cf, 
   }
   for (int r = 0; !rc && o->models && r < g->nrows; r++) {
     spec_model m;
-    if (spec_model_load(g->rows[r][cm], &m, err))
+    if (spec_model_load(g->rows[r][cm], &m, err)) {
       rc = pp_err_prefix(err, "%s: row %d: model", origin, r + 2);
+      break;
+    }
     snprintf(names[r], sizeof names[r], "%s", m.name);
     vals[r] = names[r];
   }

@@ -183,28 +183,21 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
 static void bad_input(const char *gridp, const char *db, const char *tmp) {
   long long runs = tu_sql_int(db, "SELECT count(*) FROM search_runs");
   tu_run r;
-  char *a1[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
-                "--fabrics", "dgx-a100,nope", NULL};
-  tu_exec(a1, &r);
-  CHECK_EQ(r.status, 2);
-  CHECK_CONTAINS(r.err, "--fabrics: 'nope' is not in the pillar grid");
-  CHECK_EQ(tu_lines(r.err), 1);
-  tu_run_free(&r);
-  /* a model or a scale not in the grid: named too (they used to match nothing silently) */
-  char *a4[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
-                "--models", "gpt3-1.3bb", NULL};
-  tu_exec(a4, &r);
-  CHECK_EQ(r.status, 2);
-  CHECK_CONTAINS(r.err, "--models: 'gpt3-1.3bb' is not in the pillar grid");
-  CHECK_EQ(tu_lines(r.err), 1);
-  tu_run_free(&r);
-  char *a5[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
-                "--scales", "17", NULL};
-  tu_exec(a5, &r);
-  CHECK_EQ(r.status, 2);
-  CHECK_CONTAINS(r.err, "--scales: '17' is not in the pillar grid");
-  CHECK_EQ(tu_lines(r.err), 1);
-  tu_run_free(&r);
+  /* a fabric, model or scale not in the grid, each named (models and scales used to match
+   * nothing silently) */
+  static const char *const lists[][3] = {{"--fabrics", "dgx-a100,nope", "--fabrics: 'nope'"},
+                                         {"--models", "gpt3-1.3bb", "--models: 'gpt3-1.3bb'"},
+                                         {"--scales", "17", "--scales: '17'"}};
+  for (int i = 0; i < 3; i++) {
+    char *a[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
+                 (char *)lists[i][0], (char *)lists[i][1], NULL};
+    tu_exec(a, &r);
+    CHECK_EQ(r.status, 2);
+    CHECK_CONTAINS(r.err, lists[i][2]);
+    CHECK_CONTAINS(r.err, "is not in the pillar grid");
+    CHECK_EQ(tu_lines(r.err), 1);
+    tu_run_free(&r);
+  }
   char *a2[] = {(char *)podplan, "study", "pillar", "--tokens", "5", "--db", (char *)db, NULL};
   tu_exec(a2, &r);
   CHECK_EQ(r.status, 2);

@@ -55,6 +55,12 @@ static void tiny(int layers, int gpus, int gpn, double hbm, spec_model *m, spec_
   CHECK(err.code == PP_OK);
 }
 
+/* The 4-layer tiny model on 4 GPUs (2 nodes of 2) and the default space for gbs 4. */
+static void tiny_space(spec_model *m, spec_cluster *c, search_space *s) {
+  tiny(4, 4, 2, 80, m, c);
+  search_space_default(4, s);
+}
+
 static int run(cm_model *cm, search_method me, int gbs, const search_space *sp, int threads,
                double gap, search_result *r) {
   search_opts o;
@@ -73,9 +79,8 @@ static int run(cm_model *cm, search_method me, int gbs, const search_space *sp, 
 static void space_by_hand(void) {
   spec_model m;
   spec_cluster c;
-  tiny(4, 4, 2, 80, &m, &c);
   search_space s;
-  search_space_default(4, &s);
+  tiny_space(&m, &c, &s);
   pp_err err = {0};
   CHECK(search_space_set(&s, "max-tp", "2", &err) == PP_OK);
   CHECK(search_space_set(&s, "max-pp", "2", &err) == PP_OK);
@@ -152,9 +157,8 @@ static void known_optimum(void) {
 static void gpipe_only(void) {
   spec_model m;
   spec_cluster c;
-  tiny(4, 4, 2, 80, &m, &c);
   search_space s;
-  search_space_default(4, &s);
+  tiny_space(&m, &c, &s);
   pp_err err = {0};
   CHECK(search_space_set(&s, "schedules", "gpipe", &err) == PP_OK);
   cm_model *cm = NULL;
