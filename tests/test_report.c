@@ -151,6 +151,8 @@ static void bad(const char *const *args, const char *want) {
   CHECK_EQ(r.status, 2);
   CHECK_CONTAINS(r.err, want);
   CHECK_EQ(tu_lines(r.err), 1);
+  if (r.status != 2 || tu_lines(r.err) != 1)
+    fprintf(stderr, "  report %s %s: %s", args[1], args[2], r.err ? r.err : "");
   tu_run_free(&r);
 }
 
@@ -279,7 +281,7 @@ static void check_full(const char *dir, const char *db, const char *const *flags
   report(db, out, &r);
   CHECK_EQ(r.status, 0);
   CHECK_STREQ(r.err, "");
-  printf("%s", r.out ? r.out : "");
+  free(tu_write(dir, "report.txt", r.out ? r.out : "", r.out ? strlen(r.out) : 0)); /* kept on failure */
   snprintf(num_s, sizeof num_s, "Search runs (%d)", k->nruns);
   CHECK_CONTAINS(r.out, num_s);
   CHECK_CONTAINS(r.out, "megatron");
@@ -430,7 +432,10 @@ int main(int argc, char **argv) {
   check_others(dir, db, k.nruns);
   check_bad(dir, db);
   free(k.trace_kept), free(k.trace_gone), free(k.trace_run);
-  if (!check_status()) tu_rmtree(dir);
+  if (!check_status())
+    tu_rmtree(dir);
+  else
+    fprintf(stderr, "  kept %s (report.txt: the full store's report)\n", dir);
   free(dir), free(db);
   return check_status();
 }
