@@ -46,6 +46,10 @@ void cm_params_default(const spec_model *m, cm_params *p) {
   p->z3_sync = 0;
   p->z3_prefetch = 1;
   p->z3_grad_allreduce = 0;
+  /* v0.3's loop over the ranks before each gather: a narrow view from Python (an eager view
+   * op costs 3.3-3.4 us in PyTorch's operator micro-benchmark, pytorch/pytorch#32194) and a
+   * call of torch.distributed.get_rank per rank */
+  p->z3_rank_us = 4.0;
 }
 
 const spec_model *cm_model_spec(const cm_model *cm) { return &cm->m; }
@@ -391,7 +395,10 @@ static void rank_memory(const cm_model *cm, const rank_cost *r, int zero, double
  * ProcessGroupNCCL's stream. Every microbatch repeats all of it.
  * DeepSpeed v0.3.13-v0.5.0 (March-August 2021; deepspeed/runtime/zero/stage3.py,
  * partition_parameters.py), zero3.sync = 1: one all-gather per parameter into a list of n
- * views of a freshly zeroed buffer (PyTorch copies the result out, one copy per rank); each
+ * views of a freshly zeroed buffer, made by a Python loop over the ranks (a narrow view and
+ * get_rank each, zero3.rank_us) before the gather is launched; PyTorch copies the result out,
+ * one copy kernel per rank, launched while the collective runs (the launches are taken as
+ * hidden behind it; the copies' GPU time, kernel_us each, is on the stream); each
  * fetch and each gather launch synchronises the device, so a prefetched gather overlaps one
  * module's compute and no more; no prefetch while stage3_max_live_parameters elements are
  * gathered; gradient buckets all-reduced (contiguous_gradients off by default).
@@ -412,7 +419,7 @@ typedef struct z3_unit {
   int count;       /* parameters of this shape (local experts), gathered one after another */
   double share;    /* its part of the layer's compute */
   double gather_s; /* the all-gathers of all `count` of them, on the stream */
-  double host_s;   /* launching them: one copy per rank, after the device-wide sync */
+  double host_s;   /* the host before launching them: the loop over the ranks (v0.3) */
 } z3_unit;
 
 /* One module of a layer's pattern: forward, recomputed forward or backward of a unit. */
@@ -498,7 +505,7 @@ static int z3_units(const cm_model *cm, const cm_stage_coef *s, z3_unit *u) {
     const cm_place *pl = z3_expert(cm, i) ? &s->edp_pl : &s->dp_pl;
     if (u[i].numel < cm->p.z3_persist_numel || pl->ranks <= 1) continue;
     u[i].gather_s = u[i].count * z3_gather_time(cm, u[i].numel, pl);
-    u[i].host_s = cm->p.z3_sync ? u[i].count * pl->ranks * cm->p.kernel_us * 1e-6 : 0;
+    u[i].host_s = cm->p.z3_sync ? u[i].count * pl->ranks * cm->p.z3_rank_us * 1e-6 : 0;
   }
   return n;
 }

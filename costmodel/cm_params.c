@@ -104,6 +104,8 @@ static const param_row rows[] = {
       "ZeRO-3: 0 no prefetch, no reuse (DeepSpeed v0.3.13-v0.5.10: trace off by one)"),
     I(z3_sync, "zero3.sync", 0, 1,
       "ZeRO-3: 1 DeepSpeed v0.3 (per-rank views, device sync per module), 0 today's"),
+    D(z3_rank_us, "zero3.rank_us", 0, 1e4,
+      "ZeRO-3 v0.3 (zero3.sync=1): host us per rank before each gather (a view, get_rank)"),
 };
 #undef D
 #undef I

@@ -431,7 +431,8 @@ static void ops_flops(void) {
  * neither is faster for every bucket size), and today's DeepSpeed
  * (zero3.sync=0: the pipelined path) less than v0.3's device synchronisation per module;
  * without prefetch and reuse (zero3.prefetch=0, DeepSpeed's off-by-one trace) both paths
- * expose more;
+ * expose more; there v0.3's host loop over the ranks before each gather adds exactly
+ * gathers x ranks x zero3.rank_us, and nothing on today's path;
  * cm_zero3_units lists GPT-3 175B's four gathered matrices per layer. */
 static void zero3_scaling(void) {
   const char *sw = "flash_attention=0,dropout=1,overlap_grad_reduce=0,overlap_param_gather=0,"
@@ -469,6 +470,22 @@ static void zero3_scaling(void) {
   CHECK(v[4] < v[0]);
   CHECK(v[5] > v[1]); /* no prefetch and no reuse: more than no prefetch alone */
   CHECK(v[6] > v[4]);
+  /* v0.3's loop over the ranks before each gather (zero3.rank_us per rank): without prefetch
+   * every gather is waited for with its loop, 96 layers x 4 matrices x 3 passes (forward,
+   * recomputed forward, backward) x 1536 ranks x 4 us; today's path has no such loop */
+  const char *host[] = {",zero3.prefetch=0,zero3.rank_us=0", ",zero3.prefetch=0,zero3.rank_us=4",
+                        ",zero3.sync=0,zero3.rank_us=0", ",zero3.sync=0,zero3.rank_us=4"};
+  double hv[4];
+  for (int i = 0; i < 4; i++) {
+    snprintf(buf, sizeof buf, "%s%s", sw, host[i]);
+    cm_model *cm = make("gpt3-175b", "dgx-a100", 1536, buf);
+    cm_result r;
+    CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", 1536, plans[2], &r), 0);
+    hv[i] = r.t.dp_comm_s;
+    cm_model_destroy(cm);
+  }
+  CHECK_NEAR(hv[1] - hv[0], 96 * 4 * 3 * 1536 * 4e-6, 1e-9);
+  CHECK_EQ(hv[3] == hv[2], 1);
   /* the units it gathers per layer: QKV 3h^2, projection h^2, fc1 and fc2 4h^2 each (tp=1) */
   cm_model *cm = make("gpt3-175b", "dgx-a100", 8, NULL);
   int ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};

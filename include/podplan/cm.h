@@ -135,6 +135,8 @@ typedef struct cm_params {
   int z3_sync;               /* 1: DeepSpeed v0.3: one gather per parameter into a list of
                                 per-rank views, the device synchronised at every module;
                                 0: today's: gathers into one buffer, event waits */
+  double z3_rank_us;         /* v0.3 (z3_sync): host us per rank before each gather, its Python
+                                loop over the ranks (a narrow view of the output, get_rank) */
 } cm_params;
 
 /* Defaults from published figures and measurements (benchmarks/data, docs/models.md), the
@@ -286,7 +288,8 @@ typedef struct cm_z3_mod {
   double gather_bytes;   /* bytes of each (bf16, the rank's output buffer) */
   spec_grp group;        /* SPEC_GRP_DP, or SPEC_GRP_EDP for an expert's */
   double gather_extra_s; /* each: the copies around it (zero3.sync = 1), on the stream */
-  double host_s;         /* the host launching them (zero3.sync = 1) */
+  double host_s;         /* the host before launching them: v0.3's loop over the ranks
+                            (zero3.sync = 1, zero3.rank_us each) */
   long issue;            /* the module whose start issues its gathers; itself when it is
                             reached (sync: waited for in full; else when the module before
                             ends) */
