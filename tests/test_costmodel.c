@@ -434,6 +434,17 @@ static void ops_flops(void) {
  * expose more; there v0.3's host loop over the ranks before each gather adds exactly
  * gathers x ranks x zero3.rank_us, and nothing on today's path;
  * cm_zero3_units lists GPT-3 175B's four gathered matrices per layer. */
+/* GPT-3 175B's exposed DP time on 1536 A100s with the parameters sw and then variant. */
+static double zero3_dp_1536(const char *sw, const char *variant, const char *plan) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s%s", sw, variant);
+  cm_model *cm = make("gpt3-175b", "dgx-a100", 1536, buf);
+  cm_result r;
+  CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", 1536, plan, &r), 0);
+  cm_model_destroy(cm);
+  return r.t.dp_comm_s;
+}
+
 static void zero3_scaling(void) {
   const char *sw = "flash_attention=0,dropout=1,overlap_grad_reduce=0,overlap_param_gather=0,"
                    "grad_comm_bytes=2,zero3.sync=1,zero3.grad_allreduce=1";
@@ -451,19 +462,11 @@ static void zero3_scaling(void) {
   }
   CHECK(dp[0] < dp[1] && dp[1] < dp[2]);
   CHECK(t[1] / t[2] < 1.8); /* the whole-model collective of before gave 1.93 */
-  char buf[256];
   const char *variants[] = {"", ",zero3.live_numel=1e8", ",zero3.persist_numel=1e13",
                             ",zero3.grad_allreduce=0", ",zero3.sync=0", ",zero3.prefetch=0",
                             ",zero3.sync=0,zero3.prefetch=0"};
   double v[7];
-  for (int i = 0; i < 7; i++) {
-    snprintf(buf, sizeof buf, "%s%s", sw, variants[i]);
-    cm_model *cm = make("gpt3-175b", "dgx-a100", 1536, buf);
-    cm_result r;
-    CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", 1536, plans[2], &r), 0);
-    v[i] = r.t.dp_comm_s;
-    cm_model_destroy(cm);
-  }
+  for (int i = 0; i < 7; i++) v[i] = zero3_dp_1536(sw, variants[i], plans[2]);
   CHECK(v[1] > v[0] * 1.2);
   CHECK(v[2] < v[0] && v[2] > 0);
   CHECK(v[3] != v[0]);
@@ -476,14 +479,7 @@ static void zero3_scaling(void) {
   const char *host[] = {",zero3.prefetch=0,zero3.rank_us=0", ",zero3.prefetch=0,zero3.rank_us=4",
                         ",zero3.sync=0,zero3.rank_us=0", ",zero3.sync=0,zero3.rank_us=4"};
   double hv[4];
-  for (int i = 0; i < 4; i++) {
-    snprintf(buf, sizeof buf, "%s%s", sw, host[i]);
-    cm_model *cm = make("gpt3-175b", "dgx-a100", 1536, buf);
-    cm_result r;
-    CHECK_EQ(eval(cm, "gpt3-175b", "dgx-a100", 1536, plans[2], &r), 0);
-    hv[i] = r.t.dp_comm_s;
-    cm_model_destroy(cm);
-  }
+  for (int i = 0; i < 4; i++) hv[i] = zero3_dp_1536(sw, host[i], plans[2]);
   CHECK_NEAR(hv[1] - hv[0], 96 * 4 * 3 * 1536 * 4e-6, 1e-9);
   CHECK_EQ(hv[3] == hv[2], 1);
   /* the units it gathers per layer: QKV 3h^2, projection h^2, fc1 and fc2 4h^2 each (tp=1) */
