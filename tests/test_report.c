@@ -151,8 +151,10 @@ static void bad(const char *const *args, const char *want) {
   CHECK_EQ(r.status, 2);
   CHECK_CONTAINS(r.err, want);
   CHECK_EQ(tu_lines(r.err), 1);
-  if (r.status != 2 || tu_lines(r.err) != 1)
-    fprintf(stderr, "  report %s %s: %s", args[1], args[2], r.err ? r.err : "");
+  if (r.status != 2 || tu_lines(r.err) != 1) {
+    for (int i = 0; args[i]; i++) fprintf(stderr, "%s%s", i ? " " : "  ", args[i]);
+    fprintf(stderr, ": exit %d\n%s", r.status, r.err ? r.err : "");
+  }
   tu_run_free(&r);
 }
 
