@@ -23,7 +23,7 @@ static const char usage_head[] =
     "                      [--top K] [--simulate K] [--threads N] [--time-limit S]\n"
     "                      [--gap G] [--island node|domain] [--alpa-defaults]\n"
     "                      [--layer-clusters L] [space options] [--calibration SEL]\n"
-    "                      [--db F] [--json]\n"
+    "                      [--param name=value,...] [--db F] [--json]\n"
     "\n"
     "Searches the plans of a model on a cluster for a global batch with one method on the\n"
     "cost model, re-scores the best K with the simulator, and stores the run, checkpointed\n"
@@ -50,6 +50,10 @@ static const char usage_head[] =
     "  --calibration SEL  a stored calibration of the cluster (id or latest; default none: the\n"
     "                     published defaults), as for predict; a calibrated search is its own\n"
     "                     run, its scores record the calibration\n"
+    "  --param LIST       override cost-model parameters as for predict (podplan predict\n"
+    "                     --param help lists them), after --calibration's values: the search\n"
+    "                     runs on the software or hardware the list describes; a search with\n"
+    "                     overrides is its own run, which records them\n"
     "  --db F             store file (default podplan.db)\n"
     "  --json             one JSON object: method, evaluations, wall_s, best, best_iter_time_s,\n"
     "                     lower_bound_s and gap (global), space_size, plans_found,\n"
@@ -67,7 +71,7 @@ static const char usage_tail[] =
 enum { O_BASE = 256, O_SPACE = 512 };
 enum {
   O_MODEL = O_BASE, O_CLUSTER, O_GPUS, O_GBS, O_METHOD, O_TOP, O_SIMULATE, O_THREADS,
-  O_TIME_LIMIT, O_GAP, O_ISLAND, O_ALPA, O_LAYER_CLUSTERS, O_CALIBRATION, O_DB, O_JSON
+  O_TIME_LIMIT, O_GAP, O_ISLAND, O_ALPA, O_LAYER_CLUSTERS, O_CALIBRATION, O_PARAM, O_DB, O_JSON
 };
 
 static const struct option fixed_longs[] = {
@@ -85,6 +89,7 @@ static const struct option fixed_longs[] = {
     {"alpa-defaults", no_argument, NULL, O_ALPA},
     {"layer-clusters", required_argument, NULL, O_LAYER_CLUSTERS},
     {"calibration", required_argument, NULL, O_CALIBRATION},
+    {"param", required_argument, NULL, O_PARAM},
     {"db", required_argument, NULL, O_DB},
     {"json", no_argument, NULL, O_JSON},
     {"help", no_argument, NULL, 'h'},
@@ -104,16 +109,18 @@ static void print_usage(void) {
 }
 
 typedef struct args {
-  const char *model, *cluster, *method_name, *db, *island, *calibration;
+  const char *model, *cluster, *method_name, *db, *island, *calibration, *params;
   int gpus, gbs, top, simulate, threads, layer_clusters, alpa, json;
   double time_limit_s, gap;
   int gap_set;
   /* space options in the order given: applied once the space exists */
   int nspace;
   const char *space_name[MAX_SPACE_OPTS], *space_value[MAX_SPACE_OPTS];
-  /* the cost model's parameters: the defaults, then the --calibration's values (calib_id) */
+  /* the cost model's parameters: the defaults, then the --calibration's values (calib_id),
+   * then --param's; param_key: those --param changed, canonical (empty: none) */
   cm_params prm;
   int64_t calib_id;
+  char param_key[1024];
 } args;
 
 /* A number of seconds or a gap: finite and >= 0. */
@@ -180,6 +187,7 @@ static int parse_args(int argc, char **argv, args *a) {
       if (cli_int(CMD, "--layer-clusters", optarg, 1, 1 << 20, &a->layer_clusters)) return 2;
       break;
     case O_CALIBRATION: a->calibration = optarg; break;
+    case O_PARAM: a->params = optarg; break;
     case O_DB: a->db = optarg; break;
     case O_JSON: a->json = 1; break;
     default:
@@ -367,6 +375,7 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
   json_object_set_new(o, "evaluations", json_integer(r->evaluations));
   json_object_set_new(o, "wall_s", json_real(r->wall_s));
   json_object_set_new(o, "calibration_id", a->calib_id ? json_integer(a->calib_id) : json_null());
+  json_object_set_new(o, "params", a->param_key[0] ? json_string(a->param_key) : json_null());
   json_object_set_new(o, "best", b ? plan_json(&b->plan) : json_null());
   json_object_set_new(o, "best_plan_id", b ? json_integer(out->best_plan_id) : json_null());
   json_object_set_new(o, "best_iter_time_s", b ? json_real(b->cm.iter_time_s) : json_null());
@@ -445,7 +454,7 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
   cli_job j = *jp;
   pp_err err = {0};
   study_search_req q = {.m = &m, .c = &c, .simulate = a->simulate, .calib_id = a->calib_id,
-                        .progress = progress_cb};
+                        .params = a->param_key, .progress = progress_cb};
   search_opts_default(method, a->gbs, &q.o);
   for (int i = 0; i < a->nspace; i++)
     if (search_space_set(&q.o.space, a->space_name[i], a->space_value[i], &err))
@@ -480,6 +489,7 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
     printf("%s on %s (%d GPUs), global batch %d, method %s", m.name, c.name, c.gpus, a->gbs,
            search_method_name(method));
     if (a->calib_id) printf(", calibration %lld", (long long)a->calib_id);
+    if (a->param_key[0]) printf(", parameters %s", a->param_key);
     putchar('\n');
     /* the space is known before the search: say how large it is */
     if (space < 1e15)
@@ -571,6 +581,8 @@ int cmd_search(int argc, char **argv) {
     return fail(&pre, &err, 0);
   cm_params_default(&m, &a.prm);
   if ((rc = cli_calibration(CMD, a.calibration, a.db, &c, &a.prm, &a.calib_id))) return rc;
+  if (a.params && cm_params_override(&a.prm, a.params, a.param_key, sizeof a.param_key, &err))
+    return fail(&pre, &err, 0);
 
   cli_job j;
   if (cli_job_init(&j, &err)) return fail(&pre, &err, 0);

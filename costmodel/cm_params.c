@@ -172,3 +172,21 @@ int cm_params_apply(cm_params *p, const char *list, pp_err *err) {
   }
   return PP_OK;
 }
+
+int cm_params_override(cm_params *p, const char *list, char *key, size_t n, pp_err *err) {
+  cm_params before = *p;
+  if (n) key[0] = '\0';
+  if (cm_params_apply(p, list, err)) return err->code;
+  size_t k = 0;
+  for (size_t i = 0; i < NROWS; i++) {
+    double was, now;
+    cm_params_get(&before, rows[i].name, &was);
+    cm_params_get(p, rows[i].name, &now);
+    if (was == now) continue;
+    int w = snprintf(key + k, n - k, "%s%s=%.17g", k ? "," : "", rows[i].name, now);
+    if (w < 0 || (size_t)w >= n - k)
+      return pp_err_set(err, PP_INPUT, "param: '%.60s...': too many parameters changed", list);
+    k += (size_t)w;
+  }
+  return PP_OK;
+}

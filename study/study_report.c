@@ -181,7 +181,7 @@ typedef struct rpt {
   size_t nstudies;
   store_report_trace *traces;
   size_t ntraces;
-  char (*sets)[640];  /* labels of the sets of comparable runs */
+  char (*sets)[2048];  /* labels of the sets of comparable runs */
   int nsets;
   mrow *m;
   int nm;
@@ -229,15 +229,20 @@ static int mrow_cmp(const void *a, const void *b) {
   return strcmp(x->method, y->method);
 }
 
-/* The label of a run's set of comparable runs: model, cluster, GPUs, global batch and the
- * space restrictions (from its params). */
+/* The label of a run's set of comparable runs: model, cluster, GPUs, global batch, the
+ * space restrictions and the cost model's calibration and parameters (from its params: runs
+ * on another cost model are not compared). */
 static void set_label(const store_report_run *u, char *buf, size_t n) {
   json_t *pj = u->params_json ? json_loads(u->params_json, 0, NULL) : NULL;
   long long gbs = json_integer_value(json_object_get(pj, "gbs"));
+  long long cal = json_integer_value(json_object_get(pj, "calibration_id"));
   const char *space = json_string_value(json_object_get(pj, "space"));
+  const char *param = json_string_value(json_object_get(pj, "param"));
   int k = snprintf(buf, n, "%s on %s, %d GPUs", u->model, u->cluster, u->gpus);
   if (gbs > 0 && k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - k, ", gbs %lld", gbs);
-  if (space && *space && k >= 0 && (size_t)k < n) snprintf(buf + k, n - k, ", %s", space);
+  if (space && *space && k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - k, ", %s", space);
+  if (cal > 0 && k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - k, ", calibration %lld", cal);
+  if (param && *param && k >= 0 && (size_t)k < n) snprintf(buf + k, n - k, ", param %s", param);
   json_decref(pj);
 }
 
@@ -268,7 +273,7 @@ static int derive_methods(rpt *r, pp_err *err) {
   for (size_t i = 0; i < r->nruns; i++) {
     const store_report_run *u = &r->runs[i];
     if (strcmp(u->status, "done") != 0 || !(u->best_iter_time_s > 0)) continue;
-    char label[640];
+    char label[2048];
     set_label(u, label, sizeof label);
     int g = 0, k = 0;
     while (g < r->nsets && strcmp(r->sets[g], label) != 0) g++;
@@ -493,8 +498,9 @@ static void note_runs(const rpt *r, char *b, size_t n) {
 
 static void note_methods(const rpt *r, char *b, size_t n) {
   size_t k = 0;
-  appendf(b, n, &k, "%d set%s of comparable runs (model, cluster, GPUs, global batch, space); "
-          "x fastest: best s over the set's fastest best s", r->nsets, r->nsets == 1 ? "" : "s");
+  appendf(b, n, &k, "%d set%s of comparable runs (model, cluster, GPUs, global batch, space, "
+          "the cost model's calibration and parameters); x fastest: best s over the set's "
+          "fastest best s", r->nsets, r->nsets == 1 ? "" : "s");
   for (int g = 0; g < r->nsets; g++) {
     appendf(b, n, &k, "; fastest in set %d:", g + 1);
     for (int j = 0, first = 1; j < r->nm; j++)

@@ -94,6 +94,8 @@ static char *params_json(const study_search_req *q) {
                          o->time_limit_s, "space", space, "ranks",
                          o->comm ? o->comm->size : 1);
   if (!pj) return NULL;
+  if (q->calib_id) json_object_set_new(pj, "calibration_id", json_integer(q->calib_id));
+  if (q->params && q->params[0]) json_object_set_new(pj, "param", json_string(q->params));
   if (o->method == SEARCH_GLOBAL) json_object_set_new(pj, "gap", json_real(o->gap));
   if (o->method == SEARCH_TWO_LEVEL) {
     json_object_set_new(pj, "island", json_string(o->island_domain ? "domain" : "node"));
@@ -115,8 +117,12 @@ static int begin_run(const study_search_req *q, int units, funnel *f, study_sear
   *units_done = NULL;
   memset(state, 0, sizeof *state);
   if (rank0) {
-    char key[1024];
+    char key[2560];
     study_search_key(&q->o, q->calib_id, key, sizeof key);
+    if (q->params && q->params[0]) { /* a search on other parameters is another run */
+      size_t k = strlen(key);
+      snprintf(key + k, sizeof key - k, ",param=%s", q->params);
+    }
     char *pjs = params_json(q);
     rc = store_open(q->db, NULL, &f->st, err);
     if (!rc)

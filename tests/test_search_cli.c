@@ -3,9 +3,14 @@
  *   test_search_cli PODPLAN SIM            (SIM: 1 when the simulator module is built)
  *     bad usage (unknown method, bad --time-limit, an option of another method, a bad space
  *     option, a missing --gbs): one line, exit 2, no database written;
+ *     a bad --param (an unknown name, no value): the same;
  *     a small exhaustive search (GPT-3 1.3B, 16 H100, gbs 64, --simulate 2 when SIM): its JSON
  *     keys, one run 'done' with a checkpoint per unit and its costmodel (and sim) scores, and
  *     the best plan exported as Megatron-LM arguments;
+ *     --param: GPT-3 1.3B on 8 A100 (gbs 32) searched as is and with unfused attention and
+ *     2-byte gradients: two
+ *     runs, the second keyed and recorded with its parameters in canonical form, slower, and
+ *     in a set of its own in `report`;
  *     GPT-3 175B on 8 GPUs: no feasible plan, the reason, exit 1;
  *     --method all (GPT-3 1.3B, 16 H100, gbs 64): four runs of four methods stored 'done',
  *     and in the comparison table no method's best is below global's bound;
@@ -95,6 +100,12 @@ static void usage_errors(void) {
       {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
         "exhaustive", "--top", "2", "--simulate", "3", NULL},
        "--simulate 3: at most --top (2) plans are kept"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
+        "exhaustive", "--param", "bogus=1", NULL},
+       "param: unknown parameter 'bogus'"},
+      {{"--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gbs", "64", "--method",
+        "exhaustive", "--param", "flash_attention", NULL},
+       "param: 'flash_attention': expected name=value"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     tu_run r;
@@ -173,6 +184,44 @@ static void small(int sim) {
   CHECK_CONTAINS(r.out, "search run 2 in ");
   CHECK_CONTAINS(r.out, "\nbest (plan ");
   CHECK_STREQ(r.err, "");
+  tu_run_free(&r);
+  free(db);
+}
+
+/* --param: a search on other cost-model parameters (GPT-3 1.3B, 8 A100, gbs 32, exhaustive)
+ * is its own run, keyed and recorded with the parameters it changed in canonical form (a
+ * default value given is left out, the table's order kept); its best is slower with
+ * unfused attention and 2-byte gradients; `report` puts it in a set of its own. */
+static void params(void) {
+  char *db = tu_path(dir, "param.db");
+  const char *def[] = {"--model", "gpt3-1.3b", "--cluster", "dgx-a100", "--gpus", "8", "--gbs",
+                       "32", "--method", "exhaustive", "--json", NULL, NULL, NULL};
+  tu_run r;
+  search(db, def, &r);
+  CHECK_EQ(r.status, 0);
+  json_t *o = parse(r.out);
+  double t0 = o ? jreal(o, "best_iter_time_s") : 0;
+  CHECK(o && json_is_null(json_object_get(o, "params")));
+  json_decref(o);
+  tu_run_free(&r);
+  def[11] = "--param", def[12] = "flash_attention=0,grad_bytes=2,gemm_eff=0.84";
+  search(db, def, &r);
+  CHECK_EQ(r.status, 0);
+  o = parse(r.out);
+  CHECK(o && jreal(o, "best_iter_time_s") > t0);
+  CHECK_STREQ(o ? jstr(o, "params") : NULL, "grad_bytes=2,flash_attention=0");
+  CHECK_EQ(o ? jint(o, "search_run_id") : 0, 2);
+  json_decref(o);
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE id = 2 AND params_key LIKE"
+                          " '%,param=grad_bytes=2,flash_attention=0' AND json_extract(params_json,"
+                          " '$.param') = 'grad_bytes=2,flash_attention=0'"),
+           1);
+  char *rep[] = {bin, "report", "--db", db, NULL};
+  tu_exec(rep, &r);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "2 sets of comparable runs");
+  CHECK_CONTAINS(r.out, "gbs 32, param grad_bytes=2,flash_attention=0");
   tu_run_free(&r);
   free(db);
 }
@@ -351,6 +400,7 @@ int main(int argc, char **argv) {
   } else {
     usage_errors();
     small(sim);
+    params();
     all_methods();
     infeasible();
     resume();

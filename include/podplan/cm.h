@@ -154,6 +154,9 @@ int cm_params_get(const cm_params *p, const char *name, double *value);
 int cm_params_bounds(const char *name, double *lo, double *hi, int *is_int);
 int cm_params_set(cm_params *p, const char *name, double value, pp_err *err);
 int cm_params_apply(cm_params *p, const char *list, pp_err *err);
+/* cm_params_apply, and in key the parameters it changed as "name=value,..." in the table's
+ * order, values with %.17g ("" when it changed none; PP_INPUT when they do not fit n). */
+int cm_params_override(cm_params *p, const char *list, char *key, size_t n, pp_err *err);
 
 /* ---- results ------------------------------------------------------------------------------- */
 

@@ -126,6 +126,9 @@ typedef struct study_search_req {
   double sim_time_limit_s;   /* > 0: a plan whose simulation runs longer stays unsimulated */
   int64_t calib_id;          /* the calibration of cm's parameters (0: none): part of the
                                 run's key, recorded in every score */
+  const char *params;        /* cm's parameters set beyond the defaults and the calibration,
+                                "name=value,..." (NULL or "": none): part of the run's key,
+                                recorded in its parameters */
   const char *db;            /* the store file (rank 0 opens it; created when missing) */
   study_sim_cache *cache;    /* plans simulated before on cm (NULL: none) */
   void (*progress)(const search_progress *p, void *ctx); /* rank 0; may be NULL */
