@@ -193,8 +193,9 @@ static int predict_collective(const char *model, const char *cluster, int gpus, 
 }
 
 static int save_score(const char *db, const spec_model *m, const spec_cluster *c,
-                       const spec_plan *p, const cm_result *r, int64_t calib, pp_err *err) {
-  store_score sc = {.source = STORE_SRC_COSTMODEL, .calibration_id = calib,
+                       const spec_plan *p, const cm_result *r, int64_t calib,
+                       const char *params, pp_err *err) {
+  store_score sc = {.source = STORE_SRC_COSTMODEL, .calibration_id = calib, .params = params,
                     .iter_time_s = r->iter_time_s,
                     .tokens_per_s = r->tokens_per_s, .mfu = r->mfu,
                     .mem_gib = r->mem_gib_per_gpu, .feasible = r->feasible};
@@ -253,9 +254,11 @@ int cmd_predict(int argc, char **argv) {
   cm_result r;
   char text[SPEC_PLAN_STR_MAX] = "(non-uniform)";
   int64_t cid = 0;
+  char pkey[1024] = "";
   if ((rc = cli_calibration(CMD, calib, db, &cl, &prm, &cid))) goto done;
-  if ((params && cm_params_apply(&prm, params, &err)) || cm_model_create(&m, &cl, &prm, &cm, &err) ||
-      cm_eval(cm, &p, &r, &err) || (db && save_score(db, &m, &cl, &p, &r, cid, &err))) {
+  if ((params && cm_params_override(&prm, params, pkey, sizeof pkey, &err)) ||
+      cm_model_create(&m, &cl, &prm, &cm, &err) || cm_eval(cm, &p, &r, &err) ||
+      (db && save_score(db, &m, &cl, &p, &r, cid, pkey, &err))) {
     rc = cli_fail(CMD, &err);
     goto done;
   }

@@ -67,13 +67,13 @@ static int write_trace(const char *path, const sim_result *r, int gpus, const ch
 
 static int save(const char *db, const spec_model *m, const spec_cluster *c, const spec_plan *p,
                 const sim_result *r, double tokens_per_s, double mfu, const cm_result *pr,
-                int64_t calib, const char *trace, pp_err *err) {
+                int64_t calib, const char *params, const char *trace, pp_err *err) {
   json_t *bd = cli_breakdown_json(&r->t);
   /* how the simulation ran, so a stored score says what produced it */
   json_object_set_new(bd, "sim_wall_s", json_real(r->sim_wall_s));
   json_object_set_new(bd, "messages", json_integer((json_int_t)r->messages));
   if (trace) json_object_set_new(bd, "trace", cli_path_json(trace)); /* podplan report's index */
-  store_score sc = {.source = STORE_SRC_SIM, .calibration_id = calib,
+  store_score sc = {.source = STORE_SRC_SIM, .calibration_id = calib, .params = params,
                     .iter_time_s = r->iter_time_s,
                     .tokens_per_s = tokens_per_s, .mfu = mfu, .mem_gib = pr->mem_gib_per_gpu,
                     .feasible = pr->feasible};
@@ -135,8 +135,9 @@ int cmd_simulate(int argc, char **argv) {
   memset(&r, 0, sizeof r);
   sim_opts o = {fid, platform, trace != NULL, per_layer};
   int64_t cid = 0;
+  char pkey[1024] = "";
   if ((rc = cli_calibration(CMD, calib, db, &cl, &prm, &cid))) goto done;
-  if ((params && cm_params_apply(&prm, params, &err)) ||
+  if ((params && cm_params_override(&prm, params, pkey, sizeof pkey, &err)) ||
       cm_model_create(&m, &cl, &prm, &cm, &err) || cm_eval(cm, &p, &pr, &err) ||
       sim_run(cm, &p, &o, &r, &err)) {
     rc = cli_fail(CMD, &err);
@@ -157,7 +158,7 @@ int cmd_simulate(int argc, char **argv) {
       goto done;
     }
   }
-  if (db && save(db, &m, &cl, &p, &r, tps, mfu, &pr, cid, trace, &err)) {
+  if (db && save(db, &m, &cl, &p, &r, tps, mfu, &pr, cid, pkey, trace, &err)) {
     rc = cli_fail(CMD, &err);
     goto done;
   }

@@ -174,8 +174,8 @@ int store_put_score(store *s, const store_score *sc, int64_t *id, pp_err *err) {
   if (store__prepare(s,
                      "INSERT INTO scores (plan_id, model_id, cluster_id, source, calibration_id,"
                      " search_run_id, iter_time_s, tokens_per_s, mfu, mem_gib, feasible,"
-                     " breakdown_json)"
-                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                     " breakdown_json, params)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                      " ON CONFLICT DO UPDATE SET iter_time_s = excluded.iter_time_s,"
                      " tokens_per_s = excluded.tokens_per_s, mfu = excluded.mfu,"
                      " mem_gib = excluded.mem_gib, feasible = excluded.feasible,"
@@ -196,6 +196,7 @@ int store_put_score(store *s, const store_score *sc, int64_t *id, pp_err *err) {
   sqlite3_bind_double(st, 10, sc->mem_gib);
   sqlite3_bind_int(st, 11, sc->feasible != 0);
   sqlite3_bind_text(st, 12, sc->breakdown_json ? sc->breakdown_json : "{}", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 13, sc->params ? sc->params : "", -1, SQLITE_STATIC);
   int rc = sqlite3_step(st), ret = PP_OK;
   if (rc == SQLITE_ROW) {
     if (id) *id = sqlite3_column_int64(st, 0);

@@ -174,18 +174,23 @@ int store_report_pairs(store *s, store_source ref, store_report_pair **out, size
                       s->path, store_source_name(ref));
   if (version(s, &v, err)) return err->code;
   if (v < 1) return PP_OK;
+  /* from schema 4 a score carries the cost-model parameters it was computed with: a pair is
+   * two scores of the same parameters (study validate stores a published row's with its own) */
+  char sql[1024];
+  snprintf(sql, sizeof sql,
+           "SELECT r.plan_id, IFNULL(r.search_run_id, 0), IFNULL(c.calibration_id, 0), m.name,"
+           " k.name, k.gpus, p.text, r.iter_time_s, c.iter_time_s, c.feasible FROM scores r"
+           " JOIN scores c ON c.plan_id = r.plan_id AND c.model_id = r.model_id"
+           "  AND c.cluster_id = r.cluster_id AND c.source = 'costmodel'"
+           "  AND IFNULL(c.search_run_id, 0) = IFNULL(r.search_run_id, 0)"
+           "  AND (r.source = 'published'"
+           "       OR IFNULL(c.calibration_id, 0) = IFNULL(r.calibration_id, 0))%s"
+           " JOIN models m ON m.id = r.model_id JOIN clusters k ON k.id = r.cluster_id"
+           " JOIN plans p ON p.id = r.plan_id"
+           " WHERE r.source = ?1 AND r.iter_time_s > 0 AND c.iter_time_s > 0 ORDER BY r.id, c.id",
+           v >= 4 ? " AND c.params = r.params" : "");
   return read_rows(
-      s,
-      "SELECT r.plan_id, IFNULL(r.search_run_id, 0), IFNULL(c.calibration_id, 0), m.name, k.name,"
-      " k.gpus, p.text, r.iter_time_s, c.iter_time_s, c.feasible FROM scores r"
-      " JOIN scores c ON c.plan_id = r.plan_id AND c.model_id = r.model_id"
-      "  AND c.cluster_id = r.cluster_id AND c.source = 'costmodel'"
-      "  AND IFNULL(c.search_run_id, 0) = IFNULL(r.search_run_id, 0)"
-      "  AND (r.source = 'published' OR IFNULL(c.calibration_id, 0) = IFNULL(r.calibration_id, 0))"
-      " JOIN models m ON m.id = r.model_id JOIN clusters k ON k.id = r.cluster_id"
-      " JOIN plans p ON p.id = r.plan_id"
-      " WHERE r.source = ?1 AND r.iter_time_s > 0 AND c.iter_time_s > 0 ORDER BY r.id, c.id",
-      store_source_name(ref), pair_cols, NCOLS(pair_cols), sizeof **out, (void **)out, n,
+      s, sql, store_source_name(ref), pair_cols, NCOLS(pair_cols), sizeof **out, (void **)out, n,
       ref == STORE_SRC_SIM ? "simulated and predicted scores" : "published and predicted scores",
       err);
 }

@@ -132,6 +132,13 @@ const char *const store__migrations[] = {
     "  wall_s REAL,"
     "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"
     "  UNIQUE (study, case_key));",
+    /* 3 -> 4: the cost-model parameters a score was computed with beyond the defaults and
+     * its calibration ("name=value,...", as --param sets them; '' for none), part of its key:
+     * a prediction with other parameters is another score, not a replacement */
+    "ALTER TABLE scores ADD COLUMN params TEXT NOT NULL DEFAULT '';"
+    "DROP INDEX scores_key;"
+    "CREATE UNIQUE INDEX scores_key ON scores (plan_id, model_id, cluster_id, source,"
+    "  IFNULL(calibration_id, 0), IFNULL(search_run_id, 0), params);",
 };
 
 const int store__nmigrations = (int)(sizeof store__migrations / sizeof store__migrations[0]);

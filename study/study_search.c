@@ -34,13 +34,15 @@ void study_search_key(const search_opts *o, int64_t calib_id, char *buf, size_t 
 }
 
 /* Scored plans of search entries, for the store (breakdowns as JSON text, freed by free_scored). */
-static store_scored_plan *to_scored(const search_entry *e, int n, int64_t calib) {
+static store_scored_plan *to_scored(const search_entry *e, int n, int64_t calib,
+                                    const char *params) {
   store_scored_plan *s = calloc((size_t)(n ? n : 1), sizeof *s);
   if (!s) return NULL;
   for (int i = 0; i < n; i++) {
     json_t *bd = study_breakdown_json(&e[i].cm.t);
     s[i].plan = &e[i].plan;
-    s[i].score = (store_score){.calibration_id = calib, .iter_time_s = e[i].cm.iter_time_s,
+    s[i].score = (store_score){.calibration_id = calib, .params = params,
+                               .iter_time_s = e[i].cm.iter_time_s,
                                .tokens_per_s = e[i].cm.tokens_per_s, .mfu = e[i].cm.mfu,
                                .mem_gib = e[i].cm.mem_gib_per_gpu, .feasible = e[i].cm.feasible,
                                .breakdown_json = bd ? json_dumps(bd, JSON_COMPACT) : NULL};
@@ -66,7 +68,7 @@ typedef struct funnel {
 static int on_unit(const search_unit_report *r, void *vctx) {
   funnel *f = vctx;
   if (!f->st) return 0; /* ranks other than 0 keep nothing: rank 0 stores the merged result */
-  store_scored_plan *sp = to_scored(r->top, r->ntop, f->q->calib_id);
+  store_scored_plan *sp = to_scored(r->top, r->ntop, f->q->calib_id, f->q->params);
   if (!sp) {
     pp_err_set(&f->err, PP_NOMEM, "search: out of memory");
     return 1;
@@ -280,7 +282,7 @@ static int simulate_top(const study_search_req *q, store *st, study_search_out *
     json_object_set_new(bd, "messages", json_integer((json_int_t)sr.messages));
     char *bds = json_dumps(bd, JSON_COMPACT);
     json_decref(bd);
-    store_scored_plan sp = {&e->plan, {.calibration_id = q->calib_id,
+    store_scored_plan sp = {&e->plan, {.calibration_id = q->calib_id, .params = q->params,
                                        .iter_time_s = sr.iter_time_s,
                                        .tokens_per_s = at.tokens_per_s, .mfu = at.mfu,
                                        .mem_gib = e->cm.mem_gib_per_gpu,
@@ -320,7 +322,7 @@ static int finish_run(const study_search_req *q, store *st, study_search_out *ou
              q->o.time_limit_s, r->evaluations, closest ? "; " : "", closest ? r->why : "");
     memcpy(r->why, why, sizeof why);
   }
-  store_scored_plan *sp = to_scored(r->top, r->ntop, q->calib_id);
+  store_scored_plan *sp = to_scored(r->top, r->ntop, q->calib_id, q->params);
   store_search_summary sum = {r->evaluations, r->feasible, r->pruned, r->units_done,
                               r->complete, r->space_size, r->wall_s, r->lower_bound_s, r->gap,
                               sp, r->ntop};

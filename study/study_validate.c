@@ -31,6 +31,7 @@ typedef struct row_result {
   double published_s, predicted_s, err_pct, mem_gib;
   int feasible;
   int calibrated;       /* 1: the calibration's values were applied */
+  char params[1024];    /* the row's software parameters that differ (cm_params_override) */
   cm_result r;
   spec_model m;
   spec_cluster c;
@@ -103,7 +104,8 @@ static int build_row(const study__csv *c, char **row, const study_validate_opts 
       return pp_err_prefix(err, "%s: calibration %lld", origin, o->calib_id);
     rr->calibrated = 1;
   }
-  if (cm_params_apply(prm, F(c, row, "params"), err)) return pp_err_prefix(err, "%s", origin);
+  if (cm_params_override(prm, F(c, row, "params"), rr->params, sizeof rr->params, err))
+    return pp_err_prefix(err, "%s", origin);
   return PP_OK;
 }
 
@@ -262,7 +264,7 @@ static int store_rows(const char *db, const row_result *rs, int n, long long cal
   }
   for (int i = 0; i < n; i++) {
     const row_result *r = &rs[i];
-    store_score sc = {.feasible = 1};
+    store_score sc = {.feasible = 1, .params = r->params}; /* both scores: one pair */
     if (store_put_model(s, &r->m, &sc.model_id, err) ||
         store_put_cluster(s, &r->c, &sc.cluster_id, err) ||
         store_put_plan(s, &r->p, &sc.plan_id, err))

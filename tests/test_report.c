@@ -7,7 +7,8 @@
  *   (--json: their best times), --method two-level with --alpa-defaults and with --island
  *   domain (two variants of one method, when the build has CBC), `study validate --db`; with SIM `simulate` of gpt3-1.3b on 16
  *   GPUs (tp=2,pp=2) with --trace plus `predict --db` of the same plan (a simulated/predicted
- *   pair outside a search), and a second `simulate --trace` of another plan whose trace is then
+ *   pair outside a search) and `predict --param flash_attention=0 --db` of it (a score on other
+ *   parameters, which pairs with nothing: still 4 simulated/predicted pairs), and a second `simulate --trace` of another plan whose trace is then
  *   deleted; with CPU `run` of the tiny model (1 rank, 1 layer) with --trace; with GSL `import
  *   nccl-tests` of two 8-H100 logs and `calibrate --holdout 0.25 --json`. Then
  *   `report --db F --out DIR`: exit 0, the text names both methods and their best times and
@@ -19,7 +20,7 @@
  *   exist, non-empty; report.md links every plot and CSV; the store file is byte for byte as
  *   it was. `report` without --out writes no file. An empty store (store_open, no rows): the
  *   report says there is nothing, its CSVs are headers alone and no plot file is made. Stores of
- *   schema 2 and 1 (the same rows, the later tables and columns dropped): read as they are,
+ *   schema 3, 2 and 1 (the same rows, the later tables and columns dropped): read as they are,
  *   not migrated. Bad input: a --db that does not exist (exit 2, one line naming it, not
  *   created), a file that is not a database (exit 2), an unknown option (exit 2), a quote in
  *   --out (exit 2). */
@@ -68,6 +69,8 @@ static void pp_ok(const char *const *args) {
 }
 
 static double num(json_t *o, const char *key) { return json_number_value(json_object_get(o, key)); }
+
+static void pp_json_free(const char *const *args) { json_decref(pp_json(args)); }
 
 /* dir/name parsed as a CSV: every row as long as the header, nrows data rows. */
 static void csv_load(const char *dir, const char *name, int nrows, study__csv *c) {
@@ -158,8 +161,9 @@ static void bad(const char *const *args, const char *want) {
   tu_run_free(&r);
 }
 
-/* A copy of db (VACUUM INTO) taken back to schema `to` (1 or 2): the later tables and columns
- * dropped, the version recorded. */
+/* A copy of db (VACUUM INTO) taken back to schema `to` (1, 2 or 3): the later tables and
+ * columns dropped (and the scores on other parameters, which schema 3 could not hold), the
+ * version recorded. */
 static char *older(const char *dir, const char *db, int to) {
   char name[32], sql[512];
   snprintf(name, sizeof name, "v%d.db", to);
@@ -170,8 +174,16 @@ static char *older(const char *dir, const char *db, int to) {
   CHECK_EQ(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(h);
   sqlite3_open(path, &h);
-  CHECK_EQ(sqlite3_exec(h, "DROP TABLE study_cases; UPDATE schema_version SET version = 2",
+  CHECK_EQ(sqlite3_exec(h,
+                        "DELETE FROM scores WHERE params != ''; DROP INDEX scores_key;"
+                        "ALTER TABLE scores DROP COLUMN params;"
+                        "CREATE UNIQUE INDEX scores_key ON scores (plan_id, model_id, cluster_id,"
+                        " source, IFNULL(calibration_id, 0), IFNULL(search_run_id, 0));"
+                        "UPDATE schema_version SET version = 3",
                         NULL, NULL, NULL), SQLITE_OK);
+  if (to <= 2)
+    CHECK_EQ(sqlite3_exec(h, "DROP TABLE study_cases; UPDATE schema_version SET version = 2",
+                          NULL, NULL, NULL), SQLITE_OK);
   if (to == 1) {
     static const char v1[] =
         "DROP INDEX search_runs_key; DROP INDEX scores_run; DROP TABLE search_checkpoint_plans;"
@@ -194,6 +206,7 @@ typedef struct known {
   int nruns;                        /* search runs stored */
   long long published;              /* published scores (study validate) */
   double mape_after, held_after;    /* calibrate --json */
+  double pred16_s;                  /* predict of the simulated 16-GPU plan, default parameters */
   char *trace_kept, *trace_gone, *trace_run;
 } known;
 
@@ -245,8 +258,12 @@ static void build(const char *dir, const char *db, const char *const *flags, con
                        NULL};
     pp_ok(s);
     const char *pr[] = {"predict", "--model", "gpt3-1.3b", "--cluster", "dgx-a100", "--gpus",
-                        "16", "--plan", "tp=2,pp=2,gbs=32", "--db", db, NULL};
-    pp_ok(pr);
+                        "16", "--plan", "tp=2,pp=2,gbs=32", "--db", db, "--json", NULL, NULL, NULL};
+    o = pp_json(pr);
+    k->pred16_s = num(o, "iter_time_s");
+    json_decref(o);
+    pr[12] = "--param", pr[13] = "flash_attention=0"; /* another score, in no pair */
+    pp_json_free(pr);
     const char *g[] = {"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-a100", "--gpus", "8",
                        "--plan", "tp=8,gbs=8", "--trace", k->trace_gone, "--db", db, NULL};
     pp_ok(g);
@@ -326,6 +343,8 @@ static void check_full(const char *dir, const char *db, const char *const *flags
   CHECK(study__csv_col(&c, "published_s") >= 0 && study__csv_col(&c, "error_pct") >= 0);
   study__csv_free(&c);
   csv_load(out, "sim_vs_costmodel.csv", sim ? 4 : 0, &c);
+  if (sim) /* the pair holds the default prediction, not the one on other parameters */
+    CHECK_NEAR(csv_num(&c, "gpus", "16", "costmodel_s"), k->pred16_s, 1e-8);
   study__csv_free(&c);
   csv_load(out, "calibrations.csv", gsl, &c);
   if (gsl) {
@@ -391,7 +410,7 @@ static void check_others(const char *dir, const char *db, int nruns) {
   study__csv_free(&c);
   CHECK_EQ(file_size(eout, "report.md") > 0, 1);
 
-  for (int v = 2; v >= 1; v--) {
+  for (int v = 3; v >= 1; v--) {
     char *odb = older(dir, db, v), want[64];
     report(odb, NULL, &r);
     CHECK_EQ(r.status, 0);

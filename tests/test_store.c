@@ -2,8 +2,8 @@
  * migration runner on its own list), a reader while another process writes, a locked
  * database, a writer killed mid-transaction, rows stored once, store_save (a scored plan
  * with its specs and measurements, all or nothing), store_save_specs and
- * store_import_measurements, a version-1 file migrated to the current version (3) with its
- * rows kept, search runs (begin, per-unit checkpoints, resume, finish, simulator scores; a
+ * store_import_measurements, a version-1 file migrated to the current version (4) with its
+ * rows kept (a score of version 1 with no parameters), search runs (begin, per-unit checkpoints, resume, finish, simulator scores; a
  * failed checkpoint leaves nothing), and study cases (written with their specs, read back,
  * replaced by a second write, absent ones PP_NOTFOUND, a write into a read-only store leaves
  * nothing). */
@@ -77,7 +77,8 @@ static void create_reopen(const char *dir) {
   spec_plan_clear(&back);
   CHECK_EQ(store_get_plan(s, 9999, &back, &err), PP_NOTFOUND);
 
-  /* scores: one row per (plan, model, cluster, source, calibration, run); a rerun replaces */
+  /* scores: one row per (plan, model, cluster, source, calibration, run, parameters); a
+   * rerun replaces */
   store_score sc = {.plan_id = pid, .model_id = mid, .cluster_id = cid,
                     .source = STORE_SRC_COSTMODEL, .iter_time_s = 10, .feasible = 1,
                     .breakdown_json = "{\"compute\":8}"};
@@ -86,11 +87,21 @@ static void create_reopen(const char *dir) {
   sc.iter_time_s = 11;
   CHECK_EQ(store_put_score(s, &sc, &sid2, &err), PP_OK);
   CHECK_EQ(sid1, sid2);
+  /* the same plan on other cost-model parameters is another score, not a replacement */
+  int64_t sid3 = 0, sid4 = 0;
+  sc.params = "flash_attention=0";
+  sc.iter_time_s = 12;
+  CHECK_EQ(store_put_score(s, &sc, &sid3, &err), PP_OK);
+  CHECK(sid3 != sid1);
+  sc.iter_time_s = 13;
+  CHECK_EQ(store_put_score(s, &sc, &sid4, &err), PP_OK);
+  CHECK_EQ(sid4, sid3);
+  sc.params = NULL, sc.iter_time_s = 11;
   sc.source = STORE_SRC_SIM;
   CHECK_EQ(store_put_score(s, &sc, &sid2, &err), PP_OK);
   CHECK(sid2 != sid1);
   CHECK_EQ(store_count(s, "scores", &n, &err), PP_OK);
-  CHECK_EQ(n, 2);
+  CHECK_EQ(n, 3);
 
   /* a rolled-back transaction leaves nothing */
   spec_model m2;
@@ -101,7 +112,10 @@ static void create_reopen(const char *dir) {
   CHECK_EQ(store_count(s, "models", &n, &err), PP_OK);
   CHECK_EQ(n, 1);
   store_close(s);
-  CHECK_NEAR(tu_sql_int(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"), 11, 0);
+  CHECK_NEAR(tu_sql_int(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"
+                            " AND params = ''"), 11, 0);
+  CHECK_NEAR(tu_sql_int(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"
+                            " AND params = 'flash_attention=0'"), 13, 0);
 
   /* a foreign key to a missing row is refused */
   CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);
@@ -167,7 +181,10 @@ static void migrations(const char *dir) {
   sqlite3_exec(h, "UPDATE schema_version SET version = 99", NULL, NULL, NULL);
   sqlite3_close(h);
   CHECK_EQ(store_open(newer, NULL, &s, &err), PP_INPUT);
-  CHECK_CONTAINS(err.msg, "schema version 99 is newer than this podplan's (3)");
+  char newer_msg[96];
+  snprintf(newer_msg, sizeof newer_msg, "schema version 99 is newer than this podplan's (%d)",
+           STORE_SCHEMA_VERSION);
+  CHECK_CONTAINS(err.msg, newer_msg);
   CHECK(s == NULL);
 
   char *foreign = tu_path(dir, "foreign.db");
@@ -406,7 +423,10 @@ static void migrate_v1(const char *dir) {
                         "INSERT INTO clusters (hash, name, gpus, gpu, json)"
                         " VALUES ('c', 'c', 8, 'g', '{}');"
                         "INSERT INTO search_runs (method, model_id, cluster_id, params_json,"
-                        " status) VALUES ('exhaustive', 1, 1, '{}', 'done');",
+                        " status) VALUES ('exhaustive', 1, 1, '{}', 'done');"
+                        "INSERT INTO plans (hash, text, uniform, json) VALUES ('p', 'tp=1', 1, '{}');"
+                        "INSERT INTO scores (plan_id, model_id, cluster_id, source, iter_time_s,"
+                        " feasible) VALUES (1, 1, 1, 'costmodel', 2.5, 1);",
                         NULL, NULL, NULL),
            SQLITE_OK);
   sqlite3_close(h);
@@ -419,6 +439,8 @@ static void migrate_v1(const char *dir) {
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE params_key = '' AND units = 0"),
            1);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_checkpoints"), 0);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE params = '' AND iter_time_s = 2.5"),
+           1);
   free(db);
 }
 

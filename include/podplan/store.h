@@ -12,7 +12,7 @@
 #include "podplan/spec.h"
 
 #define STORE_DEFAULT_PATH "podplan.db"
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 typedef struct store store;
 
@@ -71,10 +71,12 @@ typedef struct store_score {
   double mem_gib;          /* peak memory per GPU */
   int feasible;            /* 1 when the plan fits and runs */
   const char *breakdown_json; /* object of seconds by component; NULL = {} */
+  const char *params;      /* cost-model parameters set beyond the defaults and the
+                              calibration, "name=value,..." (cm_params_override); NULL: none */
 } store_score;
 
-/* Inserts or, for the same (plan, model, cluster, source, calibration, search run), replaces
- * the score: a rerun does not duplicate rows. */
+/* Inserts or, for the same (plan, model, cluster, source, calibration, search run, params),
+ * replaces the score: a rerun does not duplicate rows. */
 int store_put_score(store *s, const store_score *sc, int64_t *id, pp_err *err);
 
 /* One measured time (a GEMM, a collective, an op, an iteration). */
