@@ -278,6 +278,7 @@ int cmd_predict(int argc, char **argv) {
         cl.gpus, "plan", json_loads(pj, 0, NULL));
     free(pj);
     json_object_set_new(o, "calibration_id", cid ? json_integer(cid) : json_null());
+    json_object_set_new(o, "params", pkey[0] ? json_string(pkey) : json_null());
     if (cl.nvlink.domain_gpus_hw) /* the job uses a partition of each NVLink domain */
       json_object_set_new(o, "nvlink_partition",
                           json_pack("{s:i, s:i}", "domain_gpus_used", cl.nvlink.domain_gpus,

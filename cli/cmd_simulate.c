@@ -180,6 +180,7 @@ int cmd_simulate(int argc, char **argv) {
         fid == SIM_FAST ? "fast" : "step", "plan", json_loads(pj, 0, NULL));
     free(pj);
     json_object_set_new(out, "calibration_id", cid ? json_integer(cid) : json_null());
+    json_object_set_new(out, "params", pkey[0] ? json_string(pkey) : json_null());
     json_dumpf(out, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(out);

@@ -7,8 +7,9 @@
  *   (--json: their best times), --method two-level with --alpa-defaults and with --island
  *   domain (two variants of one method, when the build has CBC), `study validate --db`; with SIM `simulate` of gpt3-1.3b on 16
  *   GPUs (tp=2,pp=2) with --trace plus `predict --db` of the same plan (a simulated/predicted
- *   pair outside a search) and `predict --param flash_attention=0 --db` of it (a score on other
- *   parameters, which pairs with nothing: still 4 simulated/predicted pairs), and a second `simulate --trace` of another plan whose trace is then
+ *   pair outside a search) and `predict --param flash_attention=0,gemm_eff=0.84 --db --json` of
+ *   it (its JSON's params: the change alone; a score on other parameters, which pairs with
+ *   nothing: still 4 simulated/predicted pairs, the default prediction's), and a second `simulate --trace` of another plan whose trace is then
  *   deleted; with CPU `run` of the tiny model (1 rank, 1 layer) with --trace; with GSL `import
  *   nccl-tests` of two 8-H100 logs and `calibrate --holdout 0.25 --json`. Then
  *   `report --db F --out DIR`: exit 0, the text names both methods and their best times and
@@ -70,7 +71,6 @@ static void pp_ok(const char *const *args) {
 
 static double num(json_t *o, const char *key) { return json_number_value(json_object_get(o, key)); }
 
-static void pp_json_free(const char *const *args) { json_decref(pp_json(args)); }
 
 /* dir/name parsed as a CSV: every row as long as the header, nrows data rows. */
 static void csv_load(const char *dir, const char *name, int nrows, study__csv *c) {
@@ -262,8 +262,10 @@ static void build(const char *dir, const char *db, const char *const *flags, con
     o = pp_json(pr);
     k->pred16_s = num(o, "iter_time_s");
     json_decref(o);
-    pr[12] = "--param", pr[13] = "flash_attention=0"; /* another score, in no pair */
-    pp_json_free(pr);
+    pr[12] = "--param", pr[13] = "flash_attention=0,gemm_eff=0.84"; /* in no pair */
+    o = pp_json(pr);
+    CHECK_STREQ(json_string_value(json_object_get(o, "params")), "flash_attention=0");
+    json_decref(o);
     const char *g[] = {"simulate", "--model", "gpt3-1.3b", "--cluster", "dgx-a100", "--gpus", "8",
                        "--plan", "tp=8,gbs=8", "--trace", k->trace_gone, "--db", db, NULL};
     pp_ok(g);
