@@ -9,8 +9,8 @@
  *   GPUs (tp=2,pp=2) with --trace plus `predict --db` of the same plan (a simulated/predicted
  *   pair outside a search) and `predict --param flash_attention=0,gemm_eff=0.84 --db --json` of
  *   it (its JSON's params: the change alone; a score on other parameters, which pairs with
- *   nothing: still 4 simulated/predicted pairs, the default prediction's), and a second `simulate --trace` of another plan whose trace is then
- *   deleted; with CPU `run` of the tiny model (1 rank, 1 layer) with --trace; with GSL `import
+ *   nothing: still 4 simulated/predicted pairs, the default prediction's), and a second
+ *   `simulate --trace` of another plan whose trace is then deleted; with CPU `run` of the tiny model (1 rank, 1 layer) with --trace; with GSL `import
  *   nccl-tests` of two 8-H100 logs and `calibrate --holdout 0.25 --json`. Then
  *   `report --db F --out DIR`: exit 0, the text names both methods and their best times and
  *   each section with its row count; every CSV parses (study's RFC 4180 reader) with a header
