@@ -14,6 +14,7 @@
 #ifdef PODPLAN_GSL
 #include "podplan/be.h"
 #include "podplan/cal.h"
+#include "podplan/fs.h"
 #include "podplan/study.h"
 #endif
 
@@ -73,7 +74,8 @@ static const char usage[] =
     "  --seed S        which ones (default 1)\n"
     "  --robust        Cauchy weights: outliers count less\n"
     "  --plots DIR     also draw with gnuplot (PNG and SVG): predicted against measured before\n"
-    "                  and after, and the error by size (calibration-ID-*.png|svg)\n"
+    "                  and after, and the error by size (calibration-ID-*.png|svg); DIR\n"
+    "                  is made with its missing parents\n"
     "  --from-search RUN  run plans of search run RUN (its id in the store) first\n"
     "  --launch CMD    the launcher, split at blanks (no shell), e.g. \"mpirun -n 2\"\n"
     "  --top K         the K fastest plans of the run (default 12, at most 256)\n"
@@ -481,12 +483,11 @@ static void print_json(const cal_result *r, const inputs *in, const fit_report *
   json_decref(o);
 }
 
-/* --plots DIR: the calibration's plots (the directory made when missing). */
+/* --plots DIR: the calibration's plots (the folder made with its missing parents). */
 static int plots(const cal_args *a, long long id, const char *what, const cal_result *r,
                  const cal_obs *obs, pp_err *err) {
   if (!a->plots) return PP_OK;
-  if (mkdir(a->plots, 0777) && errno != EEXIST)
-    return pp_err_set(err, PP_IO, "%s: cannot create: %s", a->plots, strerror(errno));
+  if (pp_mkdirs(a->plots, err)) return err->code;
   char tag[64], title[160];
   snprintf(tag, sizeof tag, "calibration-%lld", id);
   snprintf(title, sizeof title, "calibration %lld (%s)", id, what);
@@ -1038,6 +1039,8 @@ int cmd_calibrate(int argc, char **argv) {
     if (a.cluster || a.runs || a.kind)
       return cli_usage_error(CMD, "--from-search takes no --cluster, --runs or --kind (the "
                                   "search run names its cluster)");
+    pp_err perr = {0}; /* the plots' folder before the runs: one that cannot be made fails now */
+    if (a.plots && pp_mkdirs(a.plots, &perr)) return cli_fail(CMD, &perr);
     return calibrate_from_search(&a);
   }
   if (a.runs) {

@@ -23,7 +23,7 @@ static const char usage[] =
     "               validation, sim_vs_costmodel, calibrations, studies, traces), DIR/report.md\n"
     "               and, with gnuplot, the plots methods, validation, calibrations and\n"
     "               sim_vs_costmodel (.png, .svg; a plot without data is skipped); DIR is made\n"
-    "               when missing (default: no files, the text alone)\n"
+    "               with its missing parents (default: no files, the text alone)\n"
     "  -h, --help   this text\n"
     "\n"
     "exit status: 0 ok; 1 a file cannot be written or gnuplot fails; 2 bad usage, or a store\n"

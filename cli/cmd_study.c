@@ -29,7 +29,9 @@ static const struct opt {
   const char *help;
 } opts[] = {
     {"db", "F", O_DB, S_ALL, "the store (default podplan.db; validate: only with --db)"},
-    {"out", "DIR", O_OUT, S_ALL, "write the CSVs, the markdown and the plots to DIR"},
+    {"out", "DIR", O_OUT, S_ALL,
+     "write the CSVs, the markdown and the plots to DIR (made with its missing parents, "
+     "before the study starts)"},
     {"calibration", "SEL", O_CALIBRATION, S_ALL,
      "a stored calibration (an id, latest: the newest of any cluster, or none): the cases "
      "on its cluster take its fitted values and record it"},

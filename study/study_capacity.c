@@ -17,6 +17,7 @@
 
 #include "podplan/search.h"
 #include "podplan/store.h"
+#include "podplan/fs.h"
 #include "podplan/study.h"
 #include "study_int.h"
 
@@ -1053,8 +1054,7 @@ static int write_all(const crun *x, FILE *out, int *plots, pp_err *err) {
   print_answer(x, out, 0);
   const char *dir = x->o->out_dir;
   if (!dir) return PP_OK;
-  if (mkdir(dir, 0777) && errno != EEXIST)
-    return pp_err_set(err, PP_IO, "%s: cannot create: %s", dir, strerror(errno));
+  if (pp_mkdirs(dir, err)) return err->code;
   char path[4096];
   snprintf(path, sizeof path, "%s/capacity.csv", dir);
   if (write_csv(x, path, err)) return err->code;
@@ -1094,6 +1094,8 @@ int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp
   memset(sum, 0, sizeof *sum);
   crun x = {.o = o, .db = o->db ? o->db : STORE_DEFAULT_PATH, .t0 = now_s()};
   int rc = prepare(&x, err);
+  /* the output folder before the work: a study that cannot write its answer fails at once */
+  if (!rc && o->out_dir) rc = pp_mkdirs(o->out_dir, err);
   if (!rc) rc = store_open(x.db, NULL, &x.st, err);
   for (int i = 0; i < x.npt; i++) x.total += x.pt[i].status != CAP_MEMORY;
   for (int i = 0; i < x.npt && !rc; i++) rc = run_point(&x, &x.pt[i], err);

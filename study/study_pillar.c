@@ -14,6 +14,7 @@
 
 #include "podplan/search.h"
 #include "podplan/store.h"
+#include "podplan/fs.h"
 #include "podplan/study.h"
 #include "study_int.h"
 
@@ -519,7 +520,15 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
   prun x = {.o = o, .rank0 = !o->comm || o->comm->rank == 0, .t0 = now_s()};
   for (int i = 0; i < n; i++)
     for (int pm = 0; pm < STUDY__PM_N; pm++) x.total += pm_in_set((study__pm)pm, cases[i].set);
-  if (x.rank0) rc = store_open(o->db, NULL, &x.st, err);
+  /* the output folder first: a study that cannot write its answer fails before its work;
+   * under mpirun every rank learns whether rank 0 could start */
+  if (x.rank0 && o->out_dir) rc = pp_mkdirs(o->out_dir, err);
+  if (x.rank0 && !rc) rc = store_open(o->db, NULL, &x.st, err);
+  int started = !rc;
+  pp_err e0 = {0};
+  if (share_flag(&x, &started, &e0) && !rc) rc = (*err = e0).code;
+  if (!rc && !started)
+    rc = pp_err_set(err, PP_IO, "pillar: rank 0 could not open the store or the output folder");
   for (int i = 0; i < n && !rc; i++) rc = run_case(&x, &cases[i], err);
   if (x.rank0 && o->progress) fputs("\r\033[K", stderr);
   sum->cases = n;

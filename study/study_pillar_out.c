@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "podplan/fs.h"
 #include "podplan/study.h"
 #include "study_int.h"
 
@@ -542,8 +543,7 @@ int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *o
     fputc('\n', out);
   }
   if (!out_dir) return PP_OK;
-  if (mkdir(out_dir, 0777) && errno != EEXIST)
-    return pp_err_set(err, PP_IO, "%s: cannot create: %s", out_dir, strerror(errno));
+  if (pp_mkdirs(out_dir, err)) return err->code;
   char path[4096];
   snprintf(path, sizeof path, "%s/pillar.csv", out_dir);
   if (write_csv(r, path, err)) return err->code;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "podplan/store.h"
+#include "podplan/fs.h"
 #include "podplan/study.h"
 #include "study_int.h"
 
@@ -994,12 +995,7 @@ static int check_dir(const char *dir, int make, pp_err *err) {
     return pp_err_set(err, PP_INPUT, "--out %s: a folder name with quotes, backslashes or "
                       "newlines cannot be passed to gnuplot", dir);
   if (!make) return PP_OK;
-  struct stat sb;
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return pp_err_set(err, PP_IO, "%s: cannot make the folder: %s", dir, strerror(errno));
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return pp_err_set(err, PP_IO, "%s: not a folder", dir);
-  return PP_OK;
+  return pp_mkdirs(dir, err);
 }
 
 int study_report(const study_report_opts *o, study_report_summary *sum, pp_err *err) {

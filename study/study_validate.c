@@ -20,6 +20,7 @@
 #include "podplan/cm.h"
 #include "podplan/spec.h"
 #include "podplan/store.h"
+#include "podplan/fs.h"
 #include "podplan/study.h"
 #include "study_int.h"
 
@@ -159,8 +160,7 @@ static void acc_add(acc *a, int *na, int cap, const char *name, double e) {
 }
 
 static int write_csv(const char *dir, const row_result *rs, int n, pp_err *err) {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return pp_err_set(err, PP_IO, "%s: cannot create: %s", dir, strerror(errno));
+  if (pp_mkdirs(dir, err)) return err->code;
   char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/validate.csv", dir);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);

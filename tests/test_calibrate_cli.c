@@ -9,7 +9,8 @@
  *     its prior (stored not informed, undetermined); the squared log error, the
  *     MAPE and the held-out MAPE all fall; one row in calibrations holding the parameters;
  *     `--show ID --json` reads it back; the text form prints the table and the size ranges, and
- *     --plots draws with gnuplot the fit and the residuals as PNG and SVG;
+ *     --plots draws with gnuplot the fit and the residuals as PNG and SVG (into a folder made
+ *     with its missing parent);
  *     bad input (a holdout of 2, a cluster without measurements, an unknown parameter, a
  *     parameter nothing informs, a calibration that does not exist): one line on stderr,
  *     exit 2, no new calibration row;
@@ -300,7 +301,7 @@ int main(int argc, char **argv) {
   json_decref(o);
   tu_run_free(&r);
 
-  char *pdir = tu_path(dir, "plots");
+  char *pdir = tu_path(dir, "plots/robust"); /* made with its parent */
   const char *text[] = {"calibrate", "--cluster", "dgx-h100", "--robust", "--plots", pdir, NULL};
   run(text, &r);
   CHECK_EQ(r.status, 0);

@@ -8,7 +8,8 @@
  *     --gap 0.001 --json` (with --simulate 1 where the point is simulated: its
  *     best_sim_iter_time_s, else best_iter_time_s) run directly on another store, within
  *     1e-6 relative, and its days are 1e9 / (64 x 2048) iterations of it; one study case per
- *     point; capacity-scaling.png and .svg and capacity.md are written and not empty;
+ *     point; capacity-scaling.png and .svg and capacity.md are written and not empty (in
+ *     --out out/capacity, made with its missing parent);
  *     --deadline 1d: exit 0, both fabrics meet it with 8 GPUs; --deadline 0.01h (36 s, which
  *     no point meets): exit 1 and the sentence naming the fastest point (fabric, GPUs) of
  *     the CSV; both reruns read every point back (no search run added);
@@ -224,7 +225,7 @@ int main(int argc, char **argv) {
   bad("--price-per-gpu-hour", "tpu-v4-torus=2", "'tpu-v4-torus=2' names no fabric");
   bad("--tokens", "0", "--tokens");
   bad("--deadline", "soon", "--deadline");
-  char *db = tu_path(dir, "cap.db"), *out = tu_path(dir, "out"), fastest[160] = "";
+  char *db = tu_path(dir, "cap.db"), *out = tu_path(dir, "out/capacity") /* made with its parent */, fastest[160] = "";
   study(db, out, fastest, sizeof fastest);
   deadlines(db, out, fastest);
   free(db), free(out);

@@ -14,7 +14,8 @@
  *  - under mpirun -n 2 (when MPI is built: argv[2]) the sharded study gives the same times;
  *  - bad input: an unknown fabric in --fabrics, model in --models or scale in --scales, an
  *    option of another study, a grid with a bad set: exit 2, one line naming it, nothing
- *    stored. */
+ *    stored; an --out under a file: exit 1 before any work (the store it names is not made).
+ *  - --out out/pillar/tiny is made with its missing parents. */
 #include <jansson.h>
 #include <sqlite3.h>
 #include <math.h>
@@ -211,6 +212,19 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
   CHECK_EQ(r.status, 2);
   CHECK_CONTAINS(r.err, "bad.csv: row 3: set: 'bogus' is not quick, full or ablation");
   tu_run_free(&r);
+  /* an output folder that cannot be made (its parent is a file): refused before any search,
+   * so the new store named is not even created */
+  char *nodb = tu_path(tmp, "never.db"), *under = tu_path(bp, "out");
+  char *a4[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", nodb,
+                "--out", under, NULL};
+  tu_exec(a4, &r);
+  CHECK_EQ(r.status, 1);
+  CHECK_CONTAINS(r.err, "bad.csv is not a folder");
+  CHECK_EQ(tu_lines(r.err), 1);
+  struct stat sb;
+  CHECK(stat(nodb, &sb) != 0);
+  tu_run_free(&r);
+  free(nodb), free(under);
   free(bp);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), runs);
 }
@@ -250,7 +264,7 @@ int main(int argc, char **argv) {
   podplan = argv[1];
   char *tmp = tu_tmpdir("pillar");
   char *gridp = tu_write(tmp, "grid.csv", grid, sizeof grid - 1);
-  char *db = tu_path(tmp, "study.db"), *out = tu_path(tmp, "out");
+  char *db = tu_path(tmp, "study.db"), *out = tu_path(tmp, "out/pillar/tiny"); /* made with its parents */
   tu_run r = study(gridp, db, out, NULL);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
   CHECK_EQ(r.status, 0);

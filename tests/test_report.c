@@ -12,7 +12,7 @@
  *   nothing: still 4 simulated/predicted pairs, the default prediction's), and a second
  *   `simulate --trace` of another plan whose trace is then deleted; with CPU `run` of the tiny model (1 rank, 1 layer) with --trace; with GSL `import
  *   nccl-tests` of two 8-H100 logs and `calibrate --holdout 0.25 --json`. Then
- *   `report --db F --out DIR`: exit 0, the text names both methods and their best times and
+ *   `report --db F --out DIR` (DIR and its missing parent made): exit 0, the text names both methods and their best times and
  *   each section with its row count; every CSV parses (study's RFC 4180 reader) with a header
  *   and the rows expected, the best times, megatron's and exhaustive's ratios to the fastest, one methods row per two-level variant
  *   with its run's best, the validation
@@ -295,7 +295,7 @@ static void build(const char *dir, const char *db, const char *const *flags, con
 /* The report of the full store: text, CSVs, plots, report.md. */
 static void check_full(const char *dir, const char *db, const char *const *flags, const known *k) {
   int sim = flags[0][0] == '1', gsl = flags[1][0] == '1', cpu = flags[2][0] == '1';
-  char *out = tu_path(dir, "out"), num_s[64];
+  char *out = tu_path(dir, "out/report") /* made with its parent */, num_s[64];
   size_t n0 = 0, n1 = 0;
   char *before = tu_read(db, &n0);
   tu_run r;
