@@ -89,8 +89,8 @@ static const study__pm variants[] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_DO
                                      STUDY__PM_TWO_LEVEL_OPEN};
 #define NVAR 3
 static const char *const variant_text[NVAR] = {
-    "two-level with Alpa's defaults (island = node)",
-    "with the NVLink domain as its island", "without Alpa's defaults (open)"};
+    "Alpa's defaults (island = node)", "Alpa's defaults, island = NVLink domain",
+    "open (no Alpa defaults)"};
 
 typedef struct fabric_sum {
   char fabric[64];
@@ -148,6 +148,9 @@ static int summarise(const study__pillar_run *r, fabric_sum *fs, int max) {
   return n;
 }
 
+/* The conclusion: per fabric, a row per two-level variant (how often it is within 1% of
+ * global's best and certified within 1% of the optimum, its largest gap and what global's
+ * best does there), then one sentence on the split itself (the open variant). */
 static void write_conclusion(FILE *f, const study__pillar_run *r) {
   fabric_sum fs[16];
   int n = summarise(r, fs, 16);
@@ -156,31 +159,44 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
     fprintf(f, "No case had both a two-level and a global plan to compare.\n\n");
     return;
   }
+  fprintf(f, "\"Within 1%%\": two-level's best plan is at most 1%% slower than global's best; "
+             "\"certified\": at most 1%% above global's lower bound, so within 1%% of the best "
+             "plan of global's space.\n\n"
+             "| fabric | two-level | within 1%% | certified | no plan | largest gap | its case: "
+             "what global's best does |\n|---|---|--:|--:|--:|--:|---|\n");
   for (int i = 0; i < n; i++) {
     const fabric_sum *s = &fs[i];
-    fprintf(f, "- **%s** (%d case%s", s->fabric, s->compared, s->compared == 1 ? "" : "s");
-    if (s->limited) fprintf(f, "; global stopped by the time limit in %d", s->limited);
-    fputs("):", f);
     for (int v = 0; v < NVAR; v++) {
       const variant_sum *x = &s->v[v];
-      fprintf(f, " %s%s is within 1%% of global's best in %d, certified within 1%% of the "
-                 "optimum by global's lower bound in %d",
-              v ? "; " : "", variant_text[v], x->within, x->certified);
-      if (x->none) fprintf(f, ", finds no feasible plan in %d", x->none);
-      if (x->max_gap > 0.01)
-        fprintf(f, ", largest gap to global's best +%.1f%% (%s%s%s)", 100 * x->max_gap, x->max_case,
-                x->traits[0] ? ": global's best has " : "", x->traits);
+      if (v == 0)
+        fprintf(f, "| **%s** (%d case%s) ", s->fabric, s->compared, s->compared == 1 ? "" : "s");
+      else
+        fputs("| ", f);
+      fprintf(f, "| %s | %d of %d | %d of %d | %d |", variant_text[v], x->within, s->compared,
+              x->certified, s->compared, x->none);
+      if (x->max_gap > 0)
+        fprintf(f, " +%.1f%% | %s%s%s |\n", 100 * x->max_gap, x->max_case,
+                x->traits[0] ? ": " : "", x->traits);
+      else
+        fputs(" - | - |\n", f);
     }
+  }
+  fputc('\n', f);
+  for (int i = 0; i < n; i++) {
+    const fabric_sum *s = &fs[i];
     const variant_sum *open = &s->v[NVAR - 1];
+    fprintf(f, "- **%s**: the two-level split itself (open) ", s->fabric);
     if (open->within == s->compared)
-      fprintf(f, ". The two-level split itself still finds global's best (within 1%%) in every "
-                 "case here.\n");
+      fprintf(f, "still finds global's best (within 1%%) in every case here");
     else if (!open->within)
-      fprintf(f, ". The two-level split itself misses global's best by more than 1%% in every "
-                 "case here.\n");
+      fprintf(f, "misses global's best by more than 1%% in every case here");
     else
-      fprintf(f, ". The two-level split itself finds global's best (within 1%%) in %d of %d "
-                 "cases here.\n", open->within, s->compared);
+      fprintf(f, "finds global's best (within 1%%) in %d of %d cases here", open->within,
+              s->compared);
+    if (s->limited)
+      fprintf(f, " (global stopped by the time limit in %d: its bound is looser there)",
+              s->limited);
+    fputs(".\n", f);
   }
   fputc('\n', f);
 }
@@ -268,11 +284,23 @@ static void md_case_table(FILE *f, const study__pillar_run *r, int abl) {
 static int write_md(const study__pillar_run *r, const char *path, int plots, pp_err *err) {
   FILE *f = fopen(path, "w");
   if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
-  int nabl = 0;
-  for (int i = 0; i < r->ncases; i++) nabl += is_abl(&r->cases[i]);
+  int nabl = 0, searches = 0, read_back = 0;
+  double search_s = 0; /* the searches' wall time when they ran (stored with each case) */
+  for (int i = 0; i < r->ncases; i++) {
+    nabl += is_abl(&r->cases[i]);
+    for (int pm = 0; pm < STUDY__PM_N; pm++) {
+      const study__pres *x = &r->cases[i].res[pm];
+      if (!x->ran) continue;
+      searches++, search_s += x->wall_s, read_back += x->resumed;
+    }
+  }
   fprintf(f, "# The pillar study: does Alpa's two-level split still find the best plan?\n\n"
-             "`podplan study pillar%s` (%d cases, %.0f s of wall time in the run that wrote "
-             "this; every figure is in the store %s, table study_cases, with its search "
+             "`podplan study pillar%s` (%d cases, %d searches of %.0f s in all when they ran; "
+             "the run that wrote this took %.0f s",
+          r->quick ? " --quick" : "", r->ncases, searches, search_s, r->wall_s);
+  if (read_back)
+    fprintf(f, " and read %d of the searches back from the store", read_back);
+  fprintf(f, "; every figure is in the store %s, table study_cases, with its search "
              "runs). Times are seconds per training iteration from the cost model; \"+x%%\" "
              "is a method's gap to global's lower bound, which no plan of global's space beats "
              "(global's space holds every plan the other methods return). Two-level runs with "
@@ -280,7 +308,7 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
              "where those cannot cover the cluster; full recompute, its ILP weights); "
              "\"two-level-domain\" makes the whole NVLink domain its fast island. Global stops "
              "at a gap of %.2f%% to its bound.",
-          r->quick ? " --quick" : "", r->ncases, r->wall_s, r->db, 100 * r->gap_target);
+          r->db, 100 * r->gap_target);
   int stopped = 0;
   for (int i = 0; i < r->ncases; i++)
     for (int pm = 0; pm < STUDY__PM_N; pm++) stopped += r->cases[i].res[pm].sim_stopped;

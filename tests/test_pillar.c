@@ -4,7 +4,8 @@
  * h100-nvl256 (global batch 64), plus one ablation row (8 GPUs of the V100 cluster). Asserts:
  *  - every method's best time, and global's lower bound, in pillar.csv equal what
  *    `podplan search --method M ... --json` prints when run directly with the same options;
- *  - the CSV parses (one row per case and method), pillar.md has the conclusion and links the
+ *  - the CSV parses (one row per case and method), pillar.md has the conclusion (its table
+ *    row per fabric and variant, the searches counted; read back in a rerun) and links the
  *    plots, each plot is a non-empty PNG and SVG;
  *  - the store holds one study case and one search run per (case, method);
  *  - the same command again searches nothing (it reads the cases back), and with one case
@@ -280,6 +281,13 @@ int main(int argc, char **argv) {
   CHECK(md != NULL);
   if (md) {
     CHECK_CONTAINS(md, "## Conclusion");
+    /* the conclusion's table: a row per fabric and two-level variant, counts out of its cases */
+    CHECK_CONTAINS(md, "| fabric | two-level | within 1% | certified | no plan | largest gap |");
+    CHECK_CONTAINS(md, "| **dgx-a100** (1 case) | Alpa's defaults (island = node) |");
+    CHECK_CONTAINS(md, "- **dgx-a100**: the two-level split itself (open) ");
+    /* the header counts the searches; this first run read none back */
+    CHECK_CONTAINS(md, "(3 cases, 17 searches of ");
+    CHECK(!strstr(md, "back from the store"));
     CHECK_CONTAINS(md, "**dgx-a100**");
     CHECK_CONTAINS(md, "**h100-nvl256**");
     CHECK_CONTAINS(md, "(pillar-gap.png)");
@@ -301,6 +309,10 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "3 read back from");
   CHECK_CONTAINS(r.out, "0 searches run");
   tu_run_free(&r);
+  mdp = tu_path(out, "pillar.md"), md = tu_read(mdp, NULL);
+  CHECK(md && strstr(md, "(3 cases, 17 searches of ") &&
+        strstr(md, "and read 17 of the searches back from the store"));
+  free(md), free(mdp);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 17);
   /* one (case, method) lost, as when a study is killed: that one alone is searched */
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 17);
