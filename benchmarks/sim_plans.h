@@ -34,9 +34,9 @@ static const sim_plan_case sim_plan_cases[] = {
     {"llama3-70b", "h100-nvl256", 256, "tp=8,pp=4,mbs=1,gbs=256,sp=1,recompute=selective,zero=1",
      NULL, NULL},
     {"llama3-8b", "gb200-nvl72", 72, "tp=4,pp=2,mbs=1,gbs=72,zero=1", NULL, NULL},
-    {"llama3-8b", "gb200-nvl72", 144, "tp=8,cp=2,mbs=1,gbs=72,sp=1,zero=1", NULL,
-     "CP groups of GPUs 64-79 straddle the two NVL72 domains (network), the cost model "
-     "prices GPU 0's (NVLink)"},
+    /* the CP pairs of GPUs 64-79 straddle the two NVL72 domains (the network): the cost model
+     * prices that copy of the group, the slowest, not GPU 0's (NVLink) */
+    {"llama3-8b", "gb200-nvl72", 144, "tp=8,cp=2,mbs=1,gbs=72,sp=1,zero=1", NULL, NULL},
     {"gpt3-13b", "tpu-v4-torus", 64, "tp=4,pp=4,mbs=1,gbs=64", NULL, NULL},
     {"gpt3-1.3b", "tpu-v4-torus", 64, "tp=4,dp=16,mbs=1,gbs=64,zero=1", NULL, NULL},
     {"gpt3-1.3b", "dgx-h100", 16,

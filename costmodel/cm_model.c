@@ -325,8 +325,10 @@ int cm_priced_group(const spec_plan *p, int stage, spec_grp kind, int *out) {
 }
 
 /* Where a uniform plan's groups sit: the groups of its first rank, by the layout's rule
- * (spec_grp_rules). Groups of one kind are all alike and tile the cluster from GPU 0, so they
- * are placed by count and stride. (Non-uniform stages: cm_stage_coef_get, from their GPU ids.) */
+ * (spec_grp_rules). Groups of one kind have one shape and tile the cluster, so they are placed
+ * by count and stride, at the copy that spans the most NVLink domains and nodes (the one every
+ * copy waits for; cm_place_group). (Non-uniform stages: cm_stage_coef_get, from their GPU
+ * ids.) */
 static void place_groups(const cm_model *cm, cm__cfg *g) {
   spec_grp_rule r[SPEC_NGRPS];
   spec_grp_rules(g->tp, g->cp, g->dp, g->ep, r);
@@ -855,8 +857,34 @@ double cm_stage_tail(const cm_model *cm, const cm_stage_coef *s, int layers, int
 
 #define MAX_STACK_RANKS 256
 
+/* How much of the fabric the pair (a, b) crosses: 4 an NVLink domain, 2 a node, 1 a leaf (by
+ * its node span, as fill_levels counts the spine). */
+static int pair_cross(const cm_model *cm, int a, int b) {
+  int lo = a < b ? a : b, hi = a < b ? b : a;
+  int dom = cm->dom > 1 ? cm->dom : 1, span = hi / cm->gpn - lo / cm->gpn + 1;
+  return (lo / dom != hi / dom) * 4 + (lo / cm->gpn != hi / cm->gpn) * 2 + (span > cm->leaf_nodes);
+}
+
+/* Boundary i -> i+1 of a uniform pipeline (stage i holds GPUs [iS, (i+1)S); interleaved, the
+ * last stage sends to the first, its next chunk): GPU iS + r sends to (i+1)S + r. A domain or
+ * node edge between them lies in reach of r = 0 or r = S - 1 if of any r, so the worse of
+ * those two pairs is the boundary's slowest: it goes to pair, its crossing is returned. */
+static int boundary_cross(const cm_model *cm, int P, int S, int i, int pair[2]) {
+  int a = i * S, b = (i + 1) % P * S;
+  int c0 = pair_cross(cm, a, b), c1 = pair_cross(cm, a + S - 1, b + S - 1);
+  pair[0] = c1 > c0 ? a + S - 1 : a, pair[1] = c1 > c0 ? b + S - 1 : b;
+  return c1 > c0 ? c1 : c0;
+}
+
+/* The placement of the pair (a, b), with a cache key of its own (bit 62; groups use bit 63):
+ * cm_coll_best keeps its times like a group's. */
+static void place_pair(const cm_model *cm, const int pair[2], cm_place *pl) {
+  cm_place_list(cm, pair, 2, pl);
+  pl->key = 1ull << 62 | (unsigned long long)(unsigned)pair[0] << 31 | (unsigned)pair[1];
+}
+
 /* The ranks of a uniform plan (coefficients g, layer counts per virtual stage) and the
- * pipeline's p2p time per message. A rank's chunks add up linearly: its layers are summed,
+ * p2p time per message across each boundary of its pipeline. A rank's chunks add up linearly: its layers are summed,
  * then the rank added once; ranks of the same layer count, neither first nor last, are
  * alike, so the previous such one is copied. */
 static void uniform_ranks(cm_model *cm, const spec_plan *p, int P, int nvs, const int *counts,
@@ -875,12 +903,22 @@ static void uniform_ranks(cm_model *cm, const spec_plan *p, int P, int nvs, cons
     add_chunk(cm, co, layers, first, last, &rk[i]);
     if (!first && !last) like = i;
   }
-  cm_place pl;
-  cm_place_group(cm, 2, p->tp * p->cp * p->dp, &pl);
+  /* each boundary's message time, priced once per kind of crossing */
+  int S = p->tp * p->cp * p->dp, nb = P - 1 + (nvs > P);
   double bytes = (double)p->mbs * m->seq_len / p->cp * m->hidden * cm->act_bytes /
-                 (cm->p.pp_scatter_gather ? p->tp : 1);
-  double t = P > 1 ? cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL) : 0;
-  for (int i = 0; i < P; i++) p2p[i] = t;
+                 (cm->p.pp_scatter_gather ? p->tp : 1), by_cross[8];
+  for (int k = 0; k < 8; k++) by_cross[k] = -1;
+  for (int i = 0; i < P; i++) {
+    int pair[2], k = i < nb ? boundary_cross(cm, P, S, i, pair) : -1;
+    p2p[i] = 0;
+    if (k < 0) continue;
+    if (by_cross[k] < 0) {
+      cm_place pl;
+      place_pair(cm, pair, &pl);
+      by_cross[k] = cm_coll_best(cm, CM_SEND_RECV, bytes, &pl, NULL);
+    }
+    p2p[i] = by_cross[k];
+  }
 }
 
 /* The ranks of a non-uniform plan, one per stage (coefs: its coefficients, filled here), and
@@ -903,17 +941,31 @@ static int stage_ranks(cm_model *cm, const spec_plan *p, int P, cm_stage_coef *c
   return PP_OK;
 }
 
+/* The p2p time per message of stage i, from the boundary times b (b[i]: stage i to i+1; with
+ * wrap, b[P-1]: the last stage to the first): per microbatch a stage waits for its input from
+ * the previous stage and for its gradient from the next, a message across each of its two
+ * boundaries, so the mean of the two; a first or last stage without wrap has one boundary,
+ * taken for both. */
+static double stage_p2p(const double *b, int P, int wrap, int i) {
+  double sum = 0;
+  int n = 0;
+  if (i > 0 || wrap) sum += b[(i + P - 1) % P], n++;
+  if (i < P - 1 || wrap) sum += b[i], n++;
+  return n ? sum / n : 0;
+}
+
 /* The pipeline: mb microbatches at the slowest rank's pace, the bubble, the p2p messages on
- * the critical path; fills the breakdown from the slowest rank. Returns the seconds. */
+ * the critical path (the stage that waits longest per microbatch); fills the breakdown from
+ * the slowest rank. p2p: the boundary times (stage_p2p). Returns the seconds. */
 static double pipeline_time(const cm_model *cm, const rank_cost *rk, const double *p2p, int P,
                             int mb, int v, cm_result *out) {
   double tmax = 0, sum = 0, p2p_max = 0;
   int bott = 0;
   for (int i = 0; i < P; i++) {
-    double t = rc_total(&rk[i]);
+    double t = rc_total(&rk[i]), q = stage_p2p(p2p, P, v > 1, i);
     sum += t;
     if (t > tmax) tmax = t, bott = i;
-    if (p2p[i] > p2p_max) p2p_max = p2p[i];
+    if (q > p2p_max) p2p_max = q;
   }
   double p2p_total = 0;
   if (P > 1) p2p_total = cm->p.pp_p2p_per_mb * ((double)mb * v + P - 2) * p2p_max;

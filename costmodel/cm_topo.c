@@ -140,7 +140,37 @@ void cm_place_group(const cm_model *cm, int n, int stride, cm_place *pl) {
   if (e) e->key = key, e->pl = *pl;
 }
 
+/* The copies of a group kind start at b + j n s (0 <= b < s): the layout tiles the cluster
+ * with them. Where the group's span divides the NVLink domain and the node, the copy at GPU 0
+ * spans as few of them as any; where it does not (CP pairs 8 apart on 144 GPUs of NVL72: GPUs
+ * 64 and 72 sit in two racks), some copy spans more, and the collective of every copy is as
+ * slow as that one's. The first GPU of the copy spanning the most domains, then nodes (0 when
+ * none spans more than the copy at 0). Members s < domain apart fill every domain between
+ * their first and last, so a span's domains are counted from its ends. */
+static int worst_start(const cm_model *cm, int n, int s) {
+  int N = cm->c.gpus, gpn = cm->gpn, dom = cm->dom, best = 0;
+  long span = (long)(n - 1) * s, bd = -1, bn = -1;
+  if (cm->c.network.kind == SPEC_NET_TORUS || (s >= dom && s >= gpn)) return 0;
+  for (int b = 0; b < s; b++)
+    for (long o = b; o + span < N; o += (long)n * s) {
+      long e = o + span, d = s < dom && dom > 1 ? e / dom - o / dom : 0,
+           k = s < gpn ? e / gpn - o / gpn : 0;
+      if (d > bd || (d == bd && k > bn)) bd = d, bn = k, best = (int)o;
+    }
+  return best;
+}
+
 static void place_group(const cm_model *cm, int n, int stride, cm_place *pl) {
+  if (n > 1 && stride >= 1) {
+    int o = worst_start(cm, n, stride);
+    int *ids = o ? malloc((size_t)n * sizeof *ids) : NULL;
+    if (ids) {
+      for (int i = 0; i < n; i++) ids[i] = o + i * stride;
+      cm_place_list(cm, ids, n, pl);
+      free(ids);
+      return;
+    }
+  }
   memset(pl, 0, sizeof *pl);
   pl->ranks = n;
   pl->per_node = pl->per_domain = pl->nodes = pl->domains = pl->sharing = 1;

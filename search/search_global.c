@@ -23,9 +23,11 @@
  * where t_i is the stage's time per microbatch, computed from the stage alone
  * (cm_stage_time: its layers, its embedding or head, its groups placed on its own GPUs:
  * nothing depends on the other stages);
- *   p2p = pp_p2p_per_mb (m + P - 2) max_i p2p_i >= pp_p2p_per_mb ((m - 1) p2p_0 + sum_i p2p_i)
- * (P - 1 boundaries, each at most the max, which is at least the first one, p2p_0), and
- * each p2p_i is at least the least transfer from stage i's block to any block that may follow
+ *   p2p = pp_p2p_per_mb (m + P - 2) max_s q_s >= pp_p2p_per_mb ((m - 1) p2p_0 + sum_i p2p_i)
+ * where p2p_i is boundary i's transfer (P - 1 boundaries) and q_s the mean of stage s's
+ * boundaries (one for the first and the last stage): max_s q_s >= q_0 = p2p_0, and the sums
+ * of q_s over stages 0..P-2 and over 1..P-1 average to sum_i p2p_i, so one of them, at most
+ * (P - 1) max_s q_s, is at least it; each p2p_i is at least the least transfer from stage i's block to any block that may follow
  * it (p2p_bound); tail = max over stages of what cm_stage_tail charges >= the first stage's
  * own (with nothing to hide behind but its own backward, cm_stage_tail(..., 0)), and also
  * >= cm_optimizer_time(total parameters / N) (every parameter's optimizer state sits on one
@@ -701,8 +703,8 @@ static void dp_free(gunit *g) {
 }
 
 /* Stage-to-stage transfers in the bound. cm_eval charges pp_p2p_per_mb * (m + P - 2) * the
- * slowest boundary's transfer; since (P - 1) * max >= the sum over the P - 1 boundaries and
- * max >= the first boundary,
+ * largest mean of a stage's two boundaries; since (P - 1) times it >= the sum over the P - 1
+ * boundaries and it >= the first boundary (the first stage's only one; see the top),
  *     p2p >= pp_p2p_per_mb * ((m - 1) * first boundary + sum over boundaries),
  * and each boundary costs at least the least transfer from its sending block to any block
  * that may follow it (the sender's tp at 1: with pp_scatter_gather off the bytes grow with

@@ -12,7 +12,9 @@
  * the 2:1 taper's share; a non-uniform plan laid out as a uniform one scores alike (time
  * within 1%, memory and FLOPs equal), and giving one stage more GPUs moves the bottleneck
  * (nonuniform); the ops the backend runs sum to the model's FLOPs over every rank and
- * microbatch (ops_flops). */
+ * microbatch (ops_flops); a uniform pipeline whose stage boundaries alternate between NVLink
+ * and the network charges each stage one transfer of each (p2p_boundaries); a group kind is
+ * placed at its copy that spans the most NVLink domains (group_copies). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -359,6 +361,66 @@ static void nonuniform(void) {
   cm_model_destroy(cm);
 }
 
+/* Pipeline transfers where the boundaries differ: GPT-3 175B on 256 GB200s (NVLink partitions
+ * of 64), tp=2 pp=8 dp=16 interleaved (v = 12): stage i holds GPUs [32i, 32i+32), so the
+ * boundaries 0>1, 2>3, 4>5, 6>7 stay in a partition and 1>2, 3>4, 5>6 and 7>0 (the next
+ * chunk) cross the network. Each stage has one of each: the p2p charged is pp_p2p_per_mb (2)
+ * x (m v + P - 2) x the mean of the two transfer times (t_in: GPUs 0 and 32; t_out: GPUs 32
+ * and 64), each 2 x 2048 x 12288 x 2 / tp bytes. Stage 0 to 1
+ * alone (before) charged t_in twice. On 64 GPUs (one partition) with dp=4 every boundary
+ * is inside it and the charge is 2 x (m v + P - 2) x t (GPUs 0 and 8). */
+static void p2p_boundaries(void) {
+  cm_model *cm = make("gpt3-175b", "gb200-nvl72", 256, NULL);
+  cm_result r;
+  const char *plan = "tp=2,pp=8,dp=16,mbs=2,gbs=1536,vpp=12,sp=1,recompute=none,zero=1,"
+                     "schedule=interleaved";
+  CHECK_EQ(eval(cm, "gpt3-175b", "gb200-nvl72", 256, plan, &r), 0);
+  double bytes = 2.0 * 2048 * 12288 * 2 / 2;
+  cm_place in, out;
+  int pin[2] = {0, 32}, pair[2] = {32, 64};
+  cm_place_list(cm, pin, 2, &in);
+  cm_place_list(cm, pair, 2, &out);
+  double t_in = cm_coll_best(cm, CM_SEND_RECV, bytes, &in, NULL);
+  double t_out = cm_coll_best(cm, CM_SEND_RECV, bytes, &out, NULL);
+  CHECK(t_out > 5 * t_in); /* the NIC against NVLink */
+  double m = 1536 / 16 / 2, v = 12, P = 8;
+  CHECK_NEAR(r.t.pp_p2p_s, 2 * (m * v + P - 2) * (t_in + t_out) / 2, 1e-9);
+  cm_model_destroy(cm);
+  cm = make("gpt3-175b", "gb200-nvl72", 64, NULL);
+  const char *one = "tp=2,pp=8,dp=4,mbs=2,gbs=1536,vpp=12,sp=1,recompute=none,zero=1,"
+                    "schedule=interleaved";
+  CHECK_EQ(eval(cm, "gpt3-175b", "gb200-nvl72", 64, one, &r), 0);
+  int p8[2] = {0, 8};
+  cm_place_list(cm, p8, 2, &in);
+  double t = cm_coll_best(cm, CM_SEND_RECV, bytes, &in, NULL);
+  m = 1536 / 4 / 2;
+  CHECK_NEAR(r.t.pp_p2p_s, 2 * (m * v + P - 2) * t, 1e-9);
+  cm_model_destroy(cm);
+}
+
+/* Groups placed at their slowest copy: CP pairs 8 GPUs apart (tp=8, cp=2) tile 144 GPUs of
+ * two NVL72 racks, and the copy of GPUs 64-71 with 72-79 straddles the racks: the kind's
+ * placement spans 2 domains with 1 member in each (the network), where the copy at GPU 0
+ * would stay in one rack; on 128 GPUs (partitions of 64) every copy stays in one, as a TP
+ * group of 8 does on 144. */
+static void group_copies(void) {
+  cm_model *cm = make("llama3-8b", "gb200-nvl72", 144, NULL);
+  cm_place pl;
+  cm_place_group(cm, 2, 8, &pl);
+  CHECK_EQ(pl.domains, 2);
+  CHECK_EQ(pl.per_domain, 1);
+  CHECK(pl.levels & (1u << CM_LVL_NET));
+  cm_place_group(cm, 8, 1, &pl);
+  CHECK_EQ(pl.domains, 1);
+  cm_model_destroy(cm);
+  cm = make("llama3-8b", "gb200-nvl72", 128, NULL);
+  cm_place_group(cm, 2, 8, &pl);
+  CHECK_EQ(pl.domains, 1);
+  CHECK_EQ(pl.per_domain, 2);
+  CHECK(!(pl.levels & (1u << CM_LVL_NET)));
+  cm_model_destroy(cm);
+}
+
 /* The ops the backend runs carry the model's FLOPs: summed over every rank and microbatch
  * (recomputation left out) they make cm_eval's model FLOPs, and their memory-bound and
  * compute parts are what the layer profile prices. */
@@ -504,6 +566,8 @@ static void zero3_scaling(void) {
 }
 
 int main(void) {
+  p2p_boundaries();
+  group_copies();
   zero3_scaling();
   ops_flops();
   nonuniform();

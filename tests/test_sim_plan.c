@@ -1,6 +1,6 @@
 /* The lowering of plans to per-GPU programs, on real SimGrid runs:
  *   - the 23 plans of benchmarks/sim_plans.h (every cluster preset, uniform and non-uniform,
- *     TP/SP/CP/EP/PP/ZeRO) simulate to the cost model's time within 3%, except the three that
+ *     TP/SP/CP/EP/PP/ZeRO) simulate to the cost model's time within 3%, except the two that
  *     say why not (the table is printed; `bench_sim --table` prints it too);
  *   - the fast fidelity's aggregate (the ring-form collectives of a chunk as one flow per group)
  *     agrees within 0.5% with every collective of every layer simulated by itself, on plans

@@ -337,22 +337,25 @@ double cm_stage_tail(const cm_model *cm, const cm_stage_coef *s, int layers, int
 
 /* One stage-to-stage transfer of a non-uniform plan (per microbatch, each way): the sending
  * stage's n_a GPUs a (tensor-parallel degree tp_a) to the next stage's GPUs b, `samples`
- * sequences per microbatch, as cm_eval charges it (cm_eval adds pp_p2p_per_mb of the slowest
- * boundary per microbatch, plus the pipeline's fill and drain). */
+ * sequences per microbatch, as cm_eval charges it (per microbatch cm_eval adds pp_p2p_per_mb
+ * times the largest, over stages, mean of a stage's two boundaries, plus the pipeline's fill
+ * and drain). */
 double cm_stage_p2p(const cm_model *cm, const int *a, int na, int tp_a, const int *b, int nb,
                     double samples);
 
 /* Placement of a group of n ranks whose GPU ids step by `stride` (uniform plans: TP stride 1,
- * CP stride tp, DP stride tp, n = dp*cp, PP neighbours stride tp*cp*dp). The groups of the same
- * kind are taken to tile the nodes and to run at once: `sharing` of them share each node's
- * links above the GPU. */
+ * CP stride tp, DP stride tp, n = dp*cp). The groups of the same kind tile the cluster (copies
+ * from b + j n stride, 0 <= b < stride) and run at once: `sharing` of them share each node's
+ * links above the GPU. The copy placed is the one spanning the most NVLink domains, then
+ * nodes: GPU 0's where the group's span divides the domain and the node, else a straddling
+ * one (CP pairs 8 apart on 144 GPUs of NVL72: GPUs 64 and 72). */
 void cm_place_group(const cm_model *cm, int n, int stride, cm_place *out);
 /* Placement of an explicit list of GPU ids (non-uniform plans). */
 void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *out);
 /* The members of the group of `kind` that cm_eval prices for pipeline stage `stage` of a
  * resolved plan: the group of the stage's first rank, by the layout's rule (spec_grp_rules).
- * Uniform plans: the stage's own copy of the group (cm_eval places its shape from GPU 0, all
- * copies alike). Writes the member GPU ids (at most the stage's GPUs) to out and returns
+ * Uniform plans: the stage's own copy of the group (cm_eval prices its shape at the copy of
+ * its kind that spans the most domains: cm_place_group). Writes the member GPU ids (at most the stage's GPUs) to out and returns
  * their count, or -1 for a stage or kind out of range. */
 int cm_priced_group(const spec_plan *p, int stage, spec_grp kind, int *out);
 
