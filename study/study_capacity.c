@@ -15,9 +15,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "podplan/search.h"
-#include "podplan/store.h"
 #include "podplan/fs.h"
+#include "podplan/search.h"
+#include "podplan/sim.h"
+#include "podplan/store.h"
 #include "podplan/study.h"
 #include "study_int.h"
 
@@ -86,6 +87,7 @@ typedef struct crun {
   int done, total, searched; /* points to search or read back (not the memory-bound ones) */
   double t0, searched_s, last_print;
   char current[160];
+  unsigned long long cm_fp; /* cm_fingerprint(): in every point's key */
 } crun;
 
 static double now_s(void) {
@@ -447,17 +449,20 @@ static void on_search_progress(const search_progress *p, void *ctx) {
 
 /* Everything that changes a point's result: the model and the cluster (names and hashes of
  * their canonical JSON), the batch, the search's gap and time limit, the calibration, and
- * whether the point is simulated (sim_max_gpus decides only that). */
+ * whether the point is simulated (sim_max_gpus decides only that); and the models that
+ * computed it: the cost model's fingerprint and, simulated, the simulator's revision. */
 static void point_key(const crun *x, const cap_fabric *f, const spec_cluster *c, int64_t calib,
                       int sim, char *buf, size_t n) {
   char *cj = spec_cluster_json(c), ch[SPEC_HASH_LEN];
   spec_hash(cj ? cj : "", ch);
   free(cj);
   int k = snprintf(buf, n, "model=%s;model_hash=%s;fabric=%s;cluster_hash=%s;gpus=%d;gbs=%d;"
-                           "gap=%.17g;time_limit=%.17g;calibration=%lld;simulate=%d",
+                           "gap=%.17g;time_limit=%.17g;calibration=%lld;simulate=%d;cm=%016llx",
                    x->m.name, x->model_hash, f->name, ch, c->gpus, x->gbs, x->o->gap,
-                   x->o->time_limit_s, (long long)calib, sim);
-  if (sim && x->o->sim_time_limit_s > 0 && k > 0 && (size_t)k < n) /* older keys stay valid */
+                   x->o->time_limit_s, (long long)calib, sim, x->cm_fp);
+  if (sim && k > 0 && (size_t)k < n)
+    k += snprintf(buf + k, n - (size_t)k, ";sim=%d", SIM_REVISION);
+  if (sim && x->o->sim_time_limit_s > 0 && k > 0 && (size_t)k < n)
     snprintf(buf + k, n - (size_t)k, ";sim_time_limit=%.17g", x->o->sim_time_limit_s);
 }
 
@@ -1092,7 +1097,8 @@ static int prepare(crun *x, pp_err *err) {
 
 int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp_err *err) {
   memset(sum, 0, sizeof *sum);
-  crun x = {.o = o, .db = o->db ? o->db : STORE_DEFAULT_PATH, .t0 = now_s()};
+  crun x = {.o = o, .db = o->db ? o->db : STORE_DEFAULT_PATH, .t0 = now_s(),
+            .cm_fp = cm_fingerprint()};
   int rc = prepare(&x, err);
   /* the output folder before the work: a study that cannot write its answer fails at once */
   if (!rc && o->out_dir) rc = pp_mkdirs(o->out_dir, err);

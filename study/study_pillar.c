@@ -12,9 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "podplan/search.h"
-#include "podplan/store.h"
 #include "podplan/fs.h"
+#include "podplan/search.h"
+#include "podplan/sim.h"
+#include "podplan/store.h"
 #include "podplan/study.h"
 #include "study_int.h"
 
@@ -333,6 +334,7 @@ typedef struct prun {
   int searched;             /* ... searched in this invocation */
   double t0, searched_s;    /* start; seconds spent on the pairs searched */
   const char *current;      /* "llama3-70b on h100-nvl256 x256: global" */
+  unsigned long long cm_fp; /* cm_fingerprint(): in every case's key */
 } prun;
 
 static double now_s(void) {
@@ -355,15 +357,21 @@ static void progress_line(const prun *x) {
 
 static int sim_count(const study_pillar_opts *o, const study__pcase *k);
 
-static void case_key(const study_pillar_opts *o, const study__pcase *k, study__pm pm,
-                     char *buf, size_t n) {
+/* Everything that changes a (case, method)'s result, and the models that computed it: the cost
+ * model's fingerprint and, where it simulates, the simulator's revision (a store written by
+ * another version is searched again, not read back). */
+static void case_key(const prun *x, const study__pcase *k, study__pm pm, char *buf, size_t n) {
+  const study_pillar_opts *o = x->o;
   int sim = sim_count(o, k);
   int w = snprintf(buf, n, "model=%s;fabric=%s;gpus=%d;gbs=%d;method=%s;gap=%.17g;"
-                           "time_limit=%.17g;simulate=%d;calibration=%lld",
+                           "time_limit=%.17g;simulate=%d;calibration=%lld;cm=%016llx",
                    k->model_arg, k->fabric, k->gpus, k->gbs, study__pm_name[pm], o->gap,
                    o->time_limit_s, sim,
-                   o->calib_cluster && !strcmp(o->calib_cluster, k->fabric) ? o->calib_id : 0LL);
-  if (sim && o->sim_time_limit_s > 0 && w > 0 && (size_t)w < n) /* older keys stay valid */
+                   o->calib_cluster && !strcmp(o->calib_cluster, k->fabric) ? o->calib_id : 0LL,
+                   x->cm_fp);
+  if (sim && w > 0 && (size_t)w < n)
+    w += snprintf(buf + w, n - (size_t)w, ";sim=%d", SIM_REVISION);
+  if (sim && o->sim_time_limit_s > 0 && w > 0 && (size_t)w < n)
     snprintf(buf + w, n - (size_t)w, ";sim_time_limit=%.17g", o->sim_time_limit_s);
 }
 
@@ -469,7 +477,7 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
     if (!pm_in_set((study__pm)pm, k->set)) continue;
     study__pres *r = &k->res[pm];
     char key[2048], cur[256];
-    case_key(x->o, k, (study__pm)pm, key, sizeof key);
+    case_key(x, k, (study__pm)pm, key, sizeof key);
     snprintf(cur, sizeof cur, "%s on %s x%d: %s", k->model, k->fabric, k->gpus,
              study__pm_name[pm]);
     x->current = cur;
@@ -517,7 +525,8 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
   study__pcase *cases = NULL;
   int n = 0, rc;
   if ((rc = load_cases(o, &cases, &n, err))) return rc;
-  prun x = {.o = o, .rank0 = !o->comm || o->comm->rank == 0, .t0 = now_s()};
+  prun x = {.o = o, .rank0 = !o->comm || o->comm->rank == 0, .t0 = now_s(),
+            .cm_fp = cm_fingerprint()};
   for (int i = 0; i < n; i++)
     for (int pm = 0; pm < STUDY__PM_N; pm++) x.total += pm_in_set((study__pm)pm, cases[i].set);
   /* the output folder first: a study that cannot write its answer fails before its work;

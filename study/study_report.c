@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "podplan/store.h"
 #include "podplan/fs.h"
+#include "podplan/store.h"
 #include "podplan/study.h"
 #include "study_int.h"
 

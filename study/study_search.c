@@ -21,7 +21,8 @@ json_t *study_breakdown_json(const cm_breakdown *t) {
 void study_search_key(const search_opts *o, int64_t calib_id, char *buf, size_t n) {
   char space[512];
   search_space_describe(&o->space, space, sizeof space);
-  int k = snprintf(buf, n, "gbs=%d,top=%d%s%s", o->space.gbs, o->top, space[0] ? "," : "", space);
+  int k = snprintf(buf, n, "gbs=%d,top=%d%s%s,cm=%016llx", o->space.gbs, o->top,
+                   space[0] ? "," : "", space, cm_fingerprint());
   if (k < 0 || (size_t)k >= n) return;
   if (o->method == SEARCH_GLOBAL)
     k += snprintf(buf + k, n - (size_t)k, ",gap=%.17g", o->gap);

@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 
 #include "podplan/cm.h"
+#include "podplan/fs.h"
 #include "podplan/spec.h"
 #include "podplan/store.h"
-#include "podplan/fs.h"
 #include "podplan/study.h"
 #include "study_int.h"
 

@@ -8,7 +8,7 @@
  *     --gap 0.001 --json` (with --simulate 1 where the point is simulated: its
  *     best_sim_iter_time_s, else best_iter_time_s) run directly on another store, within
  *     1e-6 relative, and its days are 1e9 / (64 x 2048) iterations of it; one study case per
- *     point; capacity-scaling.png and .svg and capacity.md are written and not empty (in
+ *     point, keyed with the cost model's fingerprint; capacity-scaling.png and .svg and capacity.md are written and not empty (in
  *     --out out/capacity, made with its missing parent);
  *     --deadline 1d: exit 0, both fabrics meet it with 8 GPUs; --deadline 0.01h (36 s, which
  *     no point meets): exit 1 and the sentence naming the fastest point (fabric, GPUs) of
@@ -175,6 +175,10 @@ static void study(const char *db, const char *out, char *fastest, size_t n) {
   CHECK_STREQ(rows[NPOINTS - 1].f[cf], "dgx-h100");
   CHECK_STREQ(rows[NPOINTS - 1].f[cg], "32");
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'capacity'"), NPOINTS);
+  /* each stored under the cost model's fingerprint (another version's points are not reused) */
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'capacity' AND "
+                          "case_key LIKE '%;cm=%'"),
+           NPOINTS);
   CHECK_EQ(count(db, "search_runs"), NPOINTS);
   file_not_empty(out, "capacity-scaling.png");
   file_not_empty(out, "capacity-scaling.svg");

@@ -9,7 +9,9 @@
  *    plots, each plot is a non-empty PNG and SVG;
  *  - the store holds one study case and one search run per (case, method);
  *  - the same command again searches nothing (it reads the cases back), and with one case
- *    removed from the store it searches that one alone (a killed study resumes);
+ *    removed from the store it searches that one alone (a killed study resumes); every case's
+ *    key holds the cost model's fingerprint (and the simulator's revision where simulated),
+ *    and a case whose key holds another fingerprint is searched again, not read back;
  *  - with --sim-time-limit 0.001 every simulation is stopped: exit 0, every
  *    found row of the CSV has no simulated time and sim_stopped 1, the markdown says so;
  *  - under mpirun -n 2 (when MPI is built: argv[2]) the sharded study gives the same times;
@@ -157,7 +159,7 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
   CHECK_CONTAINS(r.out, "0 read back from");
   CHECK_CONTAINS(r.out, "a simulation stopped by --sim-time-limit");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 18 + 6);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 19 + 6);
   char *path = tu_path(out, "pillar.csv");
   size_t len = 0;
   char *text = tu_read(path, &len);
@@ -329,6 +331,24 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "1 searches run");
   tu_run_free(&r);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 18);
+  /* every case is stored under the cost model's fingerprint, the simulated ones also under the
+   * simulator's revision; one stored by another version of the model (another fingerprint) is
+   * not read back but searched again */
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;cm=%'"), 17);
+  CHECK(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;sim=%'") > 0);
+  CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
+  CHECK_EQ(sqlite3_exec(h, "UPDATE study_cases SET case_key = replace(case_key, ';cm=', ';cm=0') "
+                           "WHERE case_key LIKE '%fabric=dgx-a100;%method=megatron;%'",
+                        NULL, NULL, NULL),
+           SQLITE_OK);
+  CHECK_EQ(sqlite3_changes(h), 1);
+  sqlite3_close(h);
+  r = study(gridp, db, out, NULL);
+  CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "2 read back from");
+  CHECK_CONTAINS(r.out, "1 searches run");
+  tu_run_free(&r);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 19);
   sim_stopped(gridp, db, tmp);
   bad_input(gridp, db, tmp);
   if (argc > 2) {

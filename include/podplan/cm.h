@@ -220,6 +220,11 @@ const cm_params *cm_model_params(const cm_model *cm);
 /* Scores a resolved, valid plan (uniform or non-uniform). An infeasible plan is a result,
  * not an error: feasible = 0 and mem_excess_gib say by how much. */
 int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err);
+/* A hash of the model's behaviour: its default parameters and what it predicts for a fixed
+ * set of plans on every kind of fabric (cm_fingerprint.c). Stored results keep it in their
+ * keys, so that results of another version of the model are not read back as this one's.
+ * About a millisecond. */
+unsigned long long cm_fingerprint(void);
 /* The throughput fields of a result (tokens_per_s, model_tflops_per_gpu, mfu, hfu,
  * sc21_tflops_per_gpu and the three FLOP counts) for plan p run in iter_time_s: the one place
  * they are computed, for the cost model's own time (cm_eval) and for a time another model

@@ -15,6 +15,12 @@
 #include "podplan/err.h"
 #include "podplan/spec.h"
 
+/* The simulator's revision: stored simulated results keep it in their keys (studies, search
+ * runs), so that a store written by another simulator is not read back as this one's. Raise it
+ * with every change that moves a simulated time (the simulator runs too long to fingerprint
+ * as the cost model is: cm_fingerprint). */
+#define SIM_REVISION 1
+
 /* How collectives are simulated. */
 typedef enum {
   SIM_FAST, /* the steady state: each rank's whole volume as one flow per channel, the latency
