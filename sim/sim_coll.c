@@ -10,10 +10,11 @@
  *     message (2(n-1) steps for all-reduce), the fixed latency first and a hop's latency after
  *     each step; fast: the whole volume (divided by the ramp) as one message per channel, then
  *     the latency.
- *   tree, and any algorithm without a form of its own: NOT a tree: the ring's flows carrying
- *     the algorithm's volume (the tree's 2S/0.92 per rank), scaled by the ring's bandwidth over
- *     the algorithm's so that alone they take its time, with its latency, at both fidelities
- *     (sim/README.md says what that misses).
+ *   tree all-reduce: along NCCL's tree, in sim_tree.c (its top comment has both forms).
+ *   any algorithm without a form of its own (NVLSTree, PAT; a tree inside one NVLink domain or
+ *     on a torus): the ring's flows carrying the algorithm's volume, scaled by the ring's
+ *     bandwidth over the algorithm's so that alone they take its time, with its latency, at
+ *     both fidelities (sim/README.md says what that misses).
  *   NVLS: each member streams its buffer to the NVLink Switch (a relay actor on the node's
  *     NVLS host, and on the domain's when the group spans nodes of a multi-node domain) and
  *     gets the result back. step: a chunk pipeline in lockstep rounds; a relay sends a chunk's
@@ -47,7 +48,7 @@
 
 static char dummy_payload; /* SimGrid refuses a NULL payload; nothing is ever read from it */
 
-static sg_mailbox_t mbox(const char *fmt, ...) {
+sg_mailbox_t sim__mbox(const char *fmt, ...) {
   char name[64];
   va_list ap;
   va_start(ap, fmt);
@@ -71,11 +72,11 @@ void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double 
   sg_comm_detach(sg_mailbox_put_init(mb, &dummy_payload, msg_bytes(bytes)), NULL);
 }
 
-static void wait_all(sg_comm_t *c, size_t n) {
+void sim__wait_all(sg_comm_t *c, size_t n) {
   for (size_t i = 0; i < n; i++) sg_comm_wait(c[i]);
 }
 
-static void sleep_for(double s) {
+void sim__sleep(double s) {
   if (s > 0) sg_actor_sleep_for(s);
 }
 
@@ -110,7 +111,7 @@ static sg_mailbox_t ring_box(const rview *r, int m, int ch) {
   if (slot && *slot) return *slot;
   char fmt[] = "?%d.%d.%d.%d";
   fmt[0] = r->tag;
-  sg_mailbox_t b = mbox(fmt, r->id, r->sub, m, ch);
+  sg_mailbox_t b = sim__mbox(fmt, r->id, r->sub, m, ch);
   if (slot) *slot = b;
   return b;
 }
@@ -236,10 +237,10 @@ static double ring_flows(sim__world *w, const rview *r, double flow, int steps, 
         comms[k++] = sg_mailbox_get_async(ring_box(r, r->me, ch), &data);
         comms[k++] = sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow / nch / steps);
       }
-      wait_all(comms, k);
+      sim__wait_all(comms, k);
     }
     if (s == steps - 1) return left + hop_s;
-    sleep_for(left + hop_s);
+    sim__sleep(left + hop_s);
   }
   return 0;
 }
@@ -270,10 +271,10 @@ static void ring_run(sim__world *w, const rview *r, const cm_place *pl, cm_coll 
     int steps = ring_steps(c, r->n);
     double base = cm_model_params(w->cm)->algo[a].base_us * 1e-6;
     if (base > lat) base = lat;
-    sleep_for(base);
-    sleep_for(ring_flows(w, r, flow, steps, (lat - base) / steps));
+    sim__sleep(base);
+    sim__sleep(ring_flows(w, r, flow, steps, (lat - base) / steps));
   } else {
-    sleep_for(ring_flows(w, r, flow, 1, 0) + lat);
+    sim__sleep(ring_flows(w, r, flow, 1, 0) + lat);
   }
 }
 
@@ -322,13 +323,13 @@ static void a2a_pairs(sim__world *w, int gi, int member, double bytes, int round
     size_t k = 0;
     for (int j = 0; j < n; j++) {
       if (j == member) continue;
-      cm[k++] = sg_mailbox_get_async(mbox("a%d.%d.%d", gi, member, j), &data);
-      cm[k++] = sim__put(w, me, g->gpus[j], mbox("a%d.%d.%d", gi, j, member), pair / rounds);
+      cm[k++] = sg_mailbox_get_async(sim__mbox("a%d.%d.%d", gi, member, j), &data);
+      cm[k++] = sim__put(w, me, g->gpus[j], sim__mbox("a%d.%d.%d", gi, j, member), pair / rounds);
     }
-    wait_all(cm, k);
+    sim__wait_all(cm, k);
   }
   free(cm);
-  sleep_for(lat);
+  sim__sleep(lat);
 }
 
 /* step: chunks of SIM__A2A_CHUNK bytes per pair (at most SIM__A2A_MAXROUNDS rounds). */
@@ -395,20 +396,20 @@ static void a2a_fast(sim__world *w, int gi, int member, cm_coll c, cm_algo a, do
       for (int p = first[k]; p < first[k + 1]; p++) {
         int j = by[p];
         if (j == member) continue;
-        cm[q++] = sg_mailbox_get_async(mbox("a%d.%d.%dn", gi, member, j), &data);
-        cm[q++] = sim__put(w, me, g->gpus[j], mbox("a%d.%d.%dn", gi, j, member), pair);
+        cm[q++] = sg_mailbox_get_async(sim__mbox("a%d.%d.%dn", gi, member, j), &data);
+        cm[q++] = sim__put(w, me, g->gpus[j], sim__mbox("a%d.%d.%dn", gi, j, member), pair);
       }
       continue;
     }
     /* m parts to the member at my place there, and one message from it */
     int target = by[first[k] + myplace];
-    cm[q++] = sim__put(w, me, g->gpus[target], mbox("a%d.%d.%dx", gi, target, mynode + lo),
+    cm[q++] = sim__put(w, me, g->gpus[target], sim__mbox("a%d.%d.%dx", gi, target, mynode + lo),
                        m * pair);
-    cm[q++] = sg_mailbox_get_async(mbox("a%d.%d.%dx", gi, member, k + lo), &data);
+    cm[q++] = sg_mailbox_get_async(sim__mbox("a%d.%d.%dx", gi, member, k + lo), &data);
   }
-  wait_all(cm, q);
+  sim__wait_all(cm, q);
   free(cm), free(first), free(by), free(at);
-  sleep_for(lat);
+  sim__sleep(lat);
 }
 
 /* ---- NVLS ---------------------------------------------------------------------------------- */
@@ -450,20 +451,25 @@ typedef struct sim__nvls {
   relay *dom;                 /* the domain relays' pool */
 } sim__nvls;
 
+/* Member m's NVLS mailbox of kind `kind` ("nu" up, "nd" down, "nz" done) of group gi. */
+static sg_mailbox_t nv_box(sg_mailbox_t *tab, const char *kind, int gi, int m) {
+  if (!tab[m]) tab[m] = sim__mbox("%s%d.%d", kind, gi, m);
+  return tab[m];
+}
+
+/* A group's NVLS state, made by the first member to need it before anything yields (a
+ * mailbox lookup is a simcall: the other actors run meanwhile); its mailboxes are looked up on
+ * first use (nv_box). */
 static sim__nvls *nvls_of(sim__group *g, int gi) {
+  (void)gi;
   if (!g->nvls) {
     sim__nvls *v = calloc(1, sizeof *v);
     if (!v) abort(); /* the child reports a crash as a failed run */
-    v->nu = malloc((size_t)g->n * sizeof *v->nu);
-    v->nd = malloc((size_t)g->n * sizeof *v->nd);
-    v->nz = malloc((size_t)g->n * sizeof *v->nz);
+    v->nu = calloc((size_t)g->n, sizeof *v->nu);
+    v->nd = calloc((size_t)g->n, sizeof *v->nd);
+    v->nz = calloc((size_t)g->n, sizeof *v->nz);
     v->node = calloc((size_t)g->n, sizeof *v->node);
     if (!v->nu || !v->nd || !v->nz || !v->node) abort();
-    for (int m = 0; m < g->n; m++) {
-      v->nu[m] = mbox("nu%d.%d", gi, m);
-      v->nd[m] = mbox("nd%d.%d", gi, m);
-      v->nz[m] = mbox("nz%d.%d", gi, m);
-    }
     g->nvls = v;
   }
   return g->nvls;
@@ -568,31 +574,31 @@ static void node_relay_run(relay *R, sg_comm_t *c) {
     for (int r = 0; r < in->chunks + in->depth - 1; r++) {
       size_t k = 0;
       for (int j = 0; j < n && at(in, r, 0) >= 0; j++)
-        c[k++] = sg_mailbox_get_async(v->nu[R->who[j]], &data);
+        c[k++] = sg_mailbox_get_async(nv_box(v->nu, "nu", R->gi, R->who[j]), &data);
       for (int j = 0; j < n && at(in, r, in->depth - 1) >= 0; j++)
-        c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], v->nd[R->who[j]],
+        c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], nv_box(v->nd, "nd", R->gi, R->who[j]),
                           in->port / in->chunks);
       if (two && at(in, r, 1) >= 0)
         c[k++] = sim__put(w, R->host, R->dom, R->up, in->upl / in->chunks);
       if (two && at(in, r, 2) >= 0) c[k++] = sg_mailbox_get_async(R->down, &data);
-      wait_all(c, k);
+      sim__wait_all(c, k);
     }
   } else {
     /* inputs first: the members' streams and the domain's word that all of its arrived */
     size_t k = 0, nin;
-    for (int j = 0; j < n; j++) c[k++] = sg_mailbox_get_async(v->nu[R->who[j]], &data);
+    for (int j = 0; j < n; j++) c[k++] = sg_mailbox_get_async(nv_box(v->nu, "nu", R->gi, R->who[j]), &data);
     if (two) c[k++] = sg_mailbox_get_async(R->done, &data);
     nin = k;
     for (int j = 0; j < n; j++)
-      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], v->nd[R->who[j]], in->port);
+      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], nv_box(v->nd, "nd", R->gi, R->who[j]), in->port);
     if (two) {
       c[k++] = sim__put(w, R->host, R->dom, R->up, in->upl);
       c[k++] = sg_mailbox_get_async(R->down, &data);
     }
-    wait_all(c, nin);
+    sim__wait_all(c, nin);
     for (int j = 0; j < n; j++)
-      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], v->nz[R->who[j]], 1);
-    wait_all(c + nin, k - nin);
+      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], nv_box(v->nz, "nz", R->gi, R->who[j]), 1);
+    sim__wait_all(c + nin, k - nin);
   }
 }
 
@@ -609,15 +615,15 @@ static void dom_relay_run(relay *R, sg_comm_t *c) {
         c[k++] = sg_mailbox_get_async(R->dup[j], &data);
       for (int j = 0; j < n && at(in, r, 2) >= 0; j++)
         c[k++] = sim__put(w, R->host, R->who[j], R->ddown[j], in->upl / in->chunks);
-      wait_all(c, k);
+      sim__wait_all(c, k);
     }
   } else {
     size_t k = 0;
     for (int j = 0; j < n; j++) c[k++] = sg_mailbox_get_async(R->dup[j], &data);
     for (int j = 0; j < n; j++) c[k++] = sim__put(w, R->host, R->who[j], R->ddown[j], in->upl);
-    wait_all(c, (size_t)n);
+    sim__wait_all(c, (size_t)n);
     for (int j = 0; j < n; j++) c[k++] = sim__put(w, R->host, R->who[j], R->ddone[j], 1);
-    wait_all(c + n, k - n);
+    sim__wait_all(c + n, k - n);
   }
 }
 
@@ -673,9 +679,9 @@ static relay *mk_node(sim__world *w, int gi, int host) {
       R->who[R->n++] = i;
     }
   if (R->dom >= 0) {
-    R->up = mbox("du%d.%d", gi, host);
-    R->down = mbox("dd%d.%d", gi, host);
-    R->done = mbox("dz%d.%d", gi, host);
+    R->up = sim__mbox("du%d.%d", gi, host);
+    R->down = sim__mbox("dd%d.%d", gi, host);
+    R->done = sim__mbox("dz%d.%d", gi, host);
   }
   return R;
 }
@@ -696,9 +702,9 @@ static relay *mk_dom(sim__world *w, int gi, int host) {
   R->ddone = malloc((size_t)R->n * sizeof *R->ddone);
   if (!R->dup || !R->ddown || !R->ddone) abort();
   for (int j = 0; j < R->n; j++) {
-    R->dup[j] = mbox("du%d.%d", gi, R->who[j]);
-    R->ddown[j] = mbox("dd%d.%d", gi, R->who[j]);
-    R->ddone[j] = mbox("dz%d.%d", gi, R->who[j]);
+    R->dup[j] = sim__mbox("du%d.%d", gi, R->who[j]);
+    R->ddown[j] = sim__mbox("dd%d.%d", gi, R->who[j]);
+    R->ddone[j] = sim__mbox("dz%d.%d", gi, R->who[j]);
   }
   return R;
 }
@@ -749,17 +755,17 @@ static void coll_nvls(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
   if (in.step) {
     for (int r = 0; r < in.chunks + in.depth - 1; r++) {
       size_t k = 0;
-      if (at(&in, r, 0) >= 0) cm[k++] = sim__put(w, me, sw, v->nu[member], in.port / in.chunks);
-      if (at(&in, r, in.depth - 1) >= 0) cm[k++] = sg_mailbox_get_async(v->nd[member], &data);
-      wait_all(cm, k);
+      if (at(&in, r, 0) >= 0) cm[k++] = sim__put(w, me, sw, nv_box(v->nu, "nu", gi, member), in.port / in.chunks);
+      if (at(&in, r, in.depth - 1) >= 0) cm[k++] = sg_mailbox_get_async(nv_box(v->nd, "nd", gi, member), &data);
+      sim__wait_all(cm, k);
     }
   } else {
-    cm[0] = sim__put(w, me, sw, v->nu[member], in.port);
-    cm[1] = sg_mailbox_get_async(v->nd[member], &data);
-    cm[2] = sg_mailbox_get_async(v->nz[member], &data);
-    wait_all(cm, 3);
+    cm[0] = sim__put(w, me, sw, nv_box(v->nu, "nu", gi, member), in.port);
+    cm[1] = sg_mailbox_get_async(nv_box(v->nd, "nd", gi, member), &data);
+    cm[2] = sg_mailbox_get_async(nv_box(v->nz, "nz", gi, member), &data);
+    sim__wait_all(cm, 3);
   }
-  sleep_for(in.lat);
+  sim__sleep(in.lat);
 }
 
 /* ---- hierarchical ------------------------------------------------------------------------- */
@@ -808,16 +814,25 @@ static void coll_hier(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
   free(in), free(out);
 }
 
+/* ---- trees --------------------------------------------------------------------------------- */
+
+/* A tree all-reduce along the tree's edges (sim_tree.c); where it cannot run as a tree (one
+ * NVLink domain, a torus) or for another collective, the ring's flows with the tree's volume. */
+static void coll_tree(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
+  if (c != CM_ALL_REDUCE || !sim__tree_exec(w, gi, member, bytes))
+    coll_ring(w, gi, member, c, a, bytes);
+}
+
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 typedef void (*coll_form)(sim__world *, int, int, cm_coll, cm_algo, double);
 
-/* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's two forms differ inside
- * ring_run; the tree, and any algorithm without an entry here, runs as ring flows with its own
- * volume, bandwidth and latency (ring_run). */
+/* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's and the tree's two forms differ
+ * inside ring_run and sim__tree_exec; an algorithm without an entry here (NVLSTree, PAT) runs
+ * as ring flows with its own volume, bandwidth and latency (ring_run). */
 static const coll_form forms[CM_NALGOS][2] = {
     [CM_ALGO_RING] = {coll_ring, coll_ring},
-    [CM_ALGO_TREE] = {coll_ring, coll_ring},
+    [CM_ALGO_TREE] = {coll_tree, coll_tree},
     [CM_ALGO_NVLS] = {coll_nvls, coll_nvls},
     [CM_ALGO_HIER] = {coll_hier, coll_hier},
 };

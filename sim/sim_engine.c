@@ -303,6 +303,7 @@ void sim__run_world(sim__world *w) {
   simgrid_run();
   sim__private_done(w);
   sim__nvls_done(w);
+  sim__tree_done(w);
   for (int i = 0; i < w->ngpu * SIM__SEMS; i++) sg_sem_destroy(w->sems[i]);
   free(w->sems);
   w->sems = NULL;

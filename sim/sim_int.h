@@ -84,6 +84,7 @@ typedef struct sim__group {
   int *pred;         /* [ch * n + m]: the member that sends to m in channel ch */
   struct sim__priv *run; /* in the run: its state (sim_coll.c) */
   struct sim__nvls *nvls; /* in the run: its NVLS mailboxes and relays (sim_coll.c) */
+  struct sim__tree *tree; /* in the run: its trees, mailboxes and flow factor (sim_tree.c) */
 } sim__group;
 
 typedef enum {
@@ -158,6 +159,8 @@ typedef struct sim__world {
 } sim__world;
 
 int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err);
+/* by[0..n) = the member indices ordered by GPU id (nodes and domains are ranges of ids). */
+void sim__by_gpu(const int *gpus, int n, int *by);
 int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err);
 void sim__world_free(sim__world *w);
 /* Every (src, dst) pair the programs and collectives will use. */
@@ -177,6 +180,11 @@ void sim__run_world(sim__world *w);
 sg_comm_t sim__put(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
 /* The same, sent without waiting for it (an asynchronous pipeline send). */
 void sim__put_detached(sim__world *w, int src, int dst, sg_mailbox_t mb, double bytes);
+/* SimGrid helpers of the collectives (sim_coll.c): a mailbox by printf-style name, waiting for
+ * communications, sleeping (nothing when s <= 0). */
+sg_mailbox_t sim__mbox(const char *fmt, ...);
+void sim__wait_all(sg_comm_t *c, size_t n);
+void sim__sleep(double s);
 /* The collective a member of a group runs (inside its actor). */
 void sim__coll_exec(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes);
 /* Collective c of `bytes` with algorithm *a on placement pl in ring form: the bytes its ring
@@ -199,6 +207,17 @@ double sim__batch_exec(sim__world *w, int gi, int member, double flow_bytes);
 /* 1 when collective c can run with NVLS on group gi (inside one NVLink domain whose switches
  * reduce, and priced by the cost model); else sim__coll_exec runs it as a ring. */
 int sim__nvls_ok(const sim__world *w, int gi, cm_coll c, double bytes);
+/* Trees (sim_tree.c). NCCL's tree channels of group g, 2 per ring channel: 0 when the group
+ * cannot run a tree (one NVLink domain, a torus); with parent, parent[k * n + m] = the member m
+ * sends its partial sums to in channel k (-1: the root). */
+int sim__tree_parents(const sim__world *w, const sim__group *g, int *parent);
+/* 1 when collective c of `bytes` on group gi runs as a tree (an all-reduce the cost model
+ * prices as a tree there, across NVLink domains); else sim__coll_exec runs ring flows. */
+int sim__tree_ok(const sim__world *w, int gi, cm_coll c, double bytes);
+/* One member's part of a tree all-reduce (inside its actor); 0 when it cannot run as a tree. */
+int sim__tree_exec(sim__world *w, int gi, int member, double bytes);
+/* After the run: frees the groups' tree state. */
+void sim__tree_done(sim__world *w);
 /* Chunking of the step forms (sim_coll.c): an NVLS pipeline's chunk on a member's NVLink
  * port and the most chunks one all-reduce is cut into; an all-to-all pair's chunk and the most
  * rounds. NVLS relays are actors on the switch hosts, pooled and kept for the run (a member

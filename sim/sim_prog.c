@@ -67,6 +67,16 @@ static int torus_channels(sim__world *w, sim__group *g, pp_err *err) {
   return PP_OK;
 }
 
+void sim__by_gpu(const int *gpus, int n, int *by) {
+  for (int i = 0; i < n; i++) by[i] = i;
+  for (int i = 1; i < n; i++) /* insertion sort: members mostly come in order */
+    for (int j = i; j > 0 && gpus[by[j - 1]] > gpus[by[j]]; j--) {
+      int x = by[j];
+      by[j] = by[j - 1];
+      by[j - 1] = x;
+    }
+}
+
 int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
   if (w->ngroups == w->capgroups) {
     int cap = w->capgroups ? 2 * w->capgroups : 64;
@@ -103,14 +113,7 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
     free(byrank), free(order);
     return -pp_err_set(err, PP_NOMEM, "sim: out of memory");
   }
-  /* members sorted by GPU id (nodes are ranges of ids) */
-  for (int i = 0; i < n; i++) byrank[i] = i;
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && gpus[byrank[j - 1]] > gpus[byrank[j]]; j--) {
-      int x = byrank[j];
-      byrank[j] = byrank[j - 1];
-      byrank[j - 1] = x;
-    }
+  sim__by_gpu(gpus, n, byrank);
   for (int ch = 0; ch < g->nch; ch++) {
     /* within each node (domain), start its run at its ch-th member */
     int at = 0;
@@ -162,10 +165,25 @@ void sim__world_free(sim__world *w) {
 
 /* ---- the routes a run needs ---------------------------------------------------------------- */
 
-enum { USE_RING = 1, USE_A2A = 2, USE_NVLS = 4 };
+enum { USE_RING = 1, USE_A2A = 2, USE_NVLS = 4, USE_TREE = 8 };
+
+/* The edges of the group's trees, both ways. */
+static int tree_pairs(const sim__world *w, const sim__group *g, sim__pairs *pp) {
+  int nch = sim__tree_parents(w, g, NULL), rc = nch < 0;
+  int *up = nch > 0 ? malloc((size_t)nch * g->n * sizeof *up) : NULL;
+  if (nch > 0 && (!up || sim__tree_parents(w, g, up) != nch)) rc = 1;
+  for (int f = 0; !rc && f < nch * g->n; f++)
+    if (up[f] >= 0) {
+      int a = g->gpus[f % g->n], b = g->gpus[up[f]];
+      rc |= sim__pairs_add(pp, a, b) | sim__pairs_add(pp, b, a);
+    }
+  free(up);
+  return rc;
+}
 
 static int group_pairs(const sim__world *w, const sim__group *g, unsigned use, sim__pairs *pp) {
   int rc = 0;
+  if (use & USE_TREE) rc |= tree_pairs(w, g, pp);
   if (use & USE_RING)
     for (int ch = 0; ch < g->nch; ch++)
       for (int m = 0; m < g->n; m++) rc |= sim__pairs_add(pp, g->gpus[m], g->gpus[g->succ[ch * g->n + m]]);
@@ -198,7 +216,9 @@ static int group_uses(const sim__world *w, unsigned *use, sim__pairs *p2p) {
         use[o->group] |= o->coll == CM_ALL_TO_ALL    ? USE_A2A
                          : o->algo == CM_ALGO_NVLS   ? USE_NVLS
                          : o->algo == CM_ALGO_HIER   ? USE_A2A /* sub-rings: any pair */
-                                                     : USE_RING;
+                         : o->algo == CM_ALGO_TREE && sim__tree_ok(w, o->group, o->coll, o->bytes)
+                             ? USE_TREE
+                             : USE_RING;
         break;
       case SIM__OP_SEND: rc |= sim__pairs_add(p2p, host, o->peer); break;
       case SIM__OP_RECV: rc |= sim__pairs_add(p2p, o->peer, host); break;
@@ -507,7 +527,8 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
   cm_algo a = CM_ALGO_RING;
   B->cum += cm_coll_best(w->cm, c, bytes, &g->pl, &a);
   if (!w->per_layer && !B->cut && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
-      !(a == CM_ALGO_NVLS && g->relay_node)) {
+      !(a == CM_ALGO_NVLS && g->relay_node) &&
+      !(a == CM_ALGO_TREE && sim__tree_ok(w, gid, c, bytes))) {
     /* the fast form of sim__coll_exec: its ring flows' bytes, then the latency */
     double lat;
     B->t->agg_flow[k] += sim__ring_form(w->cm, c, &a, bytes, &g->pl, &lat);

@@ -1,10 +1,12 @@
 /* The simulator's collectives on real SimGrid runs (sim_collectives): the fast form of every
  * algorithm against its step form (different code: one flow per channel against every ring
- * step; NVLS streams against a chunk pipeline; node-aggregated all-to-all against every pair
- * in chunks), each alone on the cost model's time where the cost model prices it, and
- * hand-computed max-min answers where groups share links: NVLS on the h100-nvl256 pod alone
- * and as 8 groups through the 2:1 NVLink Switch taper, an expert-parallel all-to-all across
- * two nodes' NICs, DP pairs through one NIC, TP and DP on the taper, and DP pairs through an
+ * step; NVLS streams against a chunk pipeline; a tree's edge flows against its chunk pipeline
+ * in rounds; node-aggregated all-to-all against every pair in chunks), each alone on the cost
+ * model's time where the cost model prices it, and hand-computed max-min answers where groups
+ * share links: NVLS on the h100-nvl256 pod alone and as 8 groups through the 2:1 NVLink Switch
+ * taper, a tree all-reduce over 8 nodes under 4 oversubscribed leaves alone and as 8 trees at
+ * once (NCCL's double binary tree's edges), an expert-parallel all-to-all across two nodes'
+ * NICs, DP pairs through one NIC, TP and DP on the taper, and DP pairs through an
  * oversubscribed leaf uplink (the spine level). Hand answers use zero link latencies (CM02,
  * max-min sharing) and a ramp of 1 (half size 1 byte, gamma 5). */
 #include <math.h>
@@ -67,7 +69,10 @@ typedef struct set {
  *   NVLink Switch on h100-nvl256 and gb200, across the torus) and on 0-11 (8 + 4 GPUs on two
  *   nodes where nodes have 8: the fast form sends every pair, as the step form in one round);
  *   ring all-reduce on all 64; 8 ring all-reduces at once on the groups {t, t+8, ..., t+56};
- *   tree all-reduce on all 64 (ring flows with the tree's volume; the torus falls back to ring);
+ *   tree all-reduce on all 64 (along NCCL's tree on the DGX fabrics, 8 domains of 8: 16 tree
+ *   channels, chains of 8; in one NVLink domain (h100-nvl256, gb200) and on the torus it falls
+ *   back to ring flows with the tree's volume); on gb200 also on all 144 (two NVL72 racks: 64
+ *   channels, chains of 72);
  *   hierarchical all-reduce on all 64 (8 domains on the DGX fabrics; on the single-domain and
  *   torus fabrics it falls back to a ring all-reduce);
  *   where the switches reduce (dgx-h100, dgx-b200, h100-nvl256, gb200): NVLS all-reduce on
@@ -83,7 +88,8 @@ static void fast_vs_step(void) {
   const char *fabrics[] = {"dgx-a100", "dgx-h100", "dgx-b200", "h100-nvl256", "gb200-nvl72",
                            "tpu-v4-torus"};
   double S = 64.0 * 1024 * 1024;
-  int in8[8], dp[8][8], all[64];
+  int in8[8], dp[8][8], all[64], all144[144];
+  for (int i = 0; i < 144; i++) all144[i] = i;
   for (int i = 0; i < 8; i++) in8[i] = i;
   for (int t = 0; t < 8; t++)
     for (int d = 0; d < 8; d++) dp[t][d] = t + 8 * d;
@@ -111,6 +117,9 @@ static void fast_vs_step(void) {
     sets[ns++] = dps;
     sets[ns++] = (set){"tree all-reduce on 0-63", 1, {{CM_ALL_REDUCE, CM_ALGO_TREE, S, 64, all}},
                        !torus};
+    if (gpus == 144)
+      sets[ns++] = (set){"tree all-reduce on 0-143 (two NVL72 racks)", 1,
+                         {{CM_ALL_REDUCE, CM_ALGO_TREE, S, 144, all144}}, 1};
     sets[ns++] = (set){"hierarchical all-reduce on 0-63", 1,
                        {{CM_ALL_REDUCE, CM_ALGO_HIER, S, 64, all}}, 0};
     if (nvls)
@@ -344,8 +353,63 @@ static void spine(void) {
   cm_model_destroy(cm);
 }
 
+/* ---- a tree by hand ------------------------------------------------------------------------ */
+
+/* A tree all-reduce runs along NCCL's tree, not between ring neighbours. GPU l of each of 8
+ * nodes (8 GPUs, one 400 Gb/s NIC each) of a plain fat tree with 4-port switches (2 nodes per
+ * leaf, 4 leaves) and 2:1 oversubscription: a leaf's uplink carries 2 * 50 / 2 * 0.96 = 48
+ * GB/s per direction, as does each NIC. One member per node: one head position, 2 channels
+ * (NCCL's double binary tree over the 8 nodes), each reducing S/2 of S = 1 GiB. Tree 0: 0 <- 4,
+ * 4 <- 2 and 6, 2 <- 1 and 3, 6 <- 5 and 7; tree 1 (mirrored): 7 <- 3, 3 <- 5 and 1, 5 <- 6
+ * and 4, 1 <- 2 and 0. Each edge carries S/2 up and S/2 down. Edges leaving leaf 1 (nodes 2,
+ * 3): 4-2 and 2-1 of tree 0, 7-3, 3-5, 3-1 and 1-2 of tree 1: 6 edges, 3 S each way, as for
+ * leaf 2 (nodes 4, 5); leaves 0 and 3 carry 2 S, and every edge between leaves touches leaf 1
+ * or 2. The busiest NIC (node 4: 3 shares in tree 0, 1 in tree 1) carries 2 S. Latency 2
+ * log2(8) * 2.7 us = 16.2 us. At both fidelities:
+ *   1. the tree of GPU 0 of every node alone: t = 3 S / 48e9 + 16.2 us (a ring's flows with
+ *      the tree's volume, the form before trees had their own, cross each leaf once each way:
+ *      2 S / 48e9);
+ *   2. the 8 trees of GPU l of every node at once (as a DP group of each TP rank): 48 flows of
+ *      S/2 through the uplinks of leaves 1 and 2, 1 GB/s each: t = 24 S / 48e9 + 16.2 us. The
+ *      cost model, which puts every node's 2 S per group on its share of the spine, prices such
+ *      a group at 32 S / 48e9 + 16.2 us. */
+static void tree_hand(void) {
+  cm_params p = pure();
+  double S = 1 << 30, B = 48e9;
+  const char *json =
+      "{\"name\":\"four-leaves\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8,"
+      "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6},"
+      "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":false,\"nic_gbps\":400,"
+      "\"nics_per_node\":1,\"switch_radix\":4,\"oversubscription\":2,\"latency_us\":2.7}}";
+  spec_cluster c;
+  pp_err err = {0};
+  CHECK_EQ(spec_cluster_load(json, 0, &c, &err), PP_OK);
+  int dp[8][8];
+  sim_coll_job jobs[8];
+  for (int l = 0; l < 8; l++) {
+    for (int i = 0; i < 8; i++) dp[l][i] = l + 8 * i;
+    jobs[l] = (sim_coll_job){CM_ALL_REDUCE, CM_ALGO_TREE, S, 8, dp[l]};
+  }
+  CHECK_NEAR(cm_time(&c, &p, &jobs[0]), 32 * S / B + 16.2e-6, 1e-4);
+  for (int f = 0; f < 2; f++) {
+    const char *form = f ? "step" : "fast";
+    run(&c, &p, jobs, 1, f ? SIM_STEP : SIM_FAST);
+    if (fabs(jobs[0].time_s / (3 * S / B + 16.2e-6) - 1) > 1e-3)
+      fprintf(stderr, "tree by hand, alone, %s: %.6f s\n", form, jobs[0].time_s);
+    CHECK_NEAR(jobs[0].time_s, 3 * S / B + 16.2e-6, 1e-3);
+    run(&c, &p, jobs, 8, f ? SIM_STEP : SIM_FAST);
+    for (int l = 0; l < 8; l++) {
+      if (fabs(jobs[l].time_s / (24 * S / B + 16.2e-6) - 1) > 1e-3)
+        fprintf(stderr, "tree by hand, 8 at once, %s, group %d: %.6f s\n", form, l,
+                jobs[l].time_s);
+      CHECK_NEAR(jobs[l].time_s, 24 * S / B + 16.2e-6, 1e-3);
+    }
+  }
+}
+
 int main(void) {
   fast_vs_step();
+  tree_hand();
   nvls_hand();
   a2a_hand();
   contention();
