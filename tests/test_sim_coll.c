@@ -51,6 +51,23 @@ static double cm_time(const spec_cluster *c, const cm_params *p, const sim_coll_
   return t;
 }
 
+/* A plain (not rail-optimized) fat tree of 8-GPU H100 nodes with one 400 Gb/s NIC each;
+ * radix 0: one leaf; else radix-port switches at 2:1 oversubscription. */
+static spec_cluster one_nic(const char *name, int gpus, int radix) {
+  char json[512], sw[64] = "";
+  if (radix) snprintf(sw, sizeof sw, "\"switch_radix\":%d,\"oversubscription\":2,", radix);
+  snprintf(json, sizeof json,
+           "{\"name\":\"%s\",\"gpu\":\"h100-sxm\",\"gpus\":%d,\"gpus_per_node\":8,"
+           "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6},"
+           "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":false,\"nic_gbps\":400,"
+           "\"nics_per_node\":1,%s\"latency_us\":2.7}}",
+           name, gpus, sw);
+  spec_cluster c;
+  pp_err err = {0};
+  CHECK_EQ(spec_cluster_load(json, 0, &c, &err), PP_OK);
+  return c;
+}
+
 /* ---- fast against step ------------------------------------------------------------------ */
 
 typedef struct set {
@@ -246,14 +263,7 @@ static void contention(void) {
    *    400 Gb/s NIC per node: every pair's flow leaves node 0 through the same NIC, so each
    *    gets 1/8 of it. A ring all-reduce of 2 ranks moves S per rank: t = 8 S / B_nic + 2 a.
    *    Then one pair alone: the whole NIC, t = S / B_nic + 2 a. */
-  const char *one_nic =
-      "{\"name\":\"one-nic\",\"gpu\":\"h100-sxm\",\"gpus\":16,\"gpus_per_node\":8,"
-      "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6},"
-      "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":false,\"nic_gbps\":400,"
-      "\"nics_per_node\":1,\"latency_us\":2.7}}";
-  spec_cluster c;
-  pp_err err = {0};
-  CHECK_EQ(spec_cluster_load(one_nic, 0, &c, &err), PP_OK);
+  spec_cluster c = one_nic("one-nic", 16, 0);
   int pairs[8][2];
   sim_coll_job jobs[8];
   for (int l = 0; l < 8; l++) {
@@ -309,14 +319,8 @@ static void contention(void) {
 static void spine(void) {
   cm_params p = pure();
   double S_1G = 1 << 30;
-  const char *json =
-      "{\"name\":\"two-leaves\",\"gpu\":\"h100-sxm\",\"gpus\":32,\"gpus_per_node\":8,"
-      "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6},"
-      "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":false,\"nic_gbps\":400,"
-      "\"nics_per_node\":1,\"switch_radix\":4,\"oversubscription\":2,\"latency_us\":2.7}}";
-  spec_cluster c;
+  spec_cluster c = one_nic("two-leaves", 32, 4);
   pp_err err = {0};
-  CHECK_EQ(spec_cluster_load(json, 0, &c, &err), PP_OK);
   int pairs[16][2];
   sim_coll_job jobs[16];
   for (int l = 0; l < 16; l++) {
@@ -376,14 +380,7 @@ static void spine(void) {
 static void tree_hand(void) {
   cm_params p = pure();
   double S = 1 << 30, B = 48e9;
-  const char *json =
-      "{\"name\":\"four-leaves\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8,"
-      "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":450,\"latency_us\":0.6},"
-      "\"network\":{\"kind\":\"fat-tree\",\"rail_optimized\":false,\"nic_gbps\":400,"
-      "\"nics_per_node\":1,\"switch_radix\":4,\"oversubscription\":2,\"latency_us\":2.7}}";
-  spec_cluster c;
-  pp_err err = {0};
-  CHECK_EQ(spec_cluster_load(json, 0, &c, &err), PP_OK);
+  spec_cluster c = one_nic("four-leaves", 64, 4);
   int dp[8][8];
   sim_coll_job jobs[8];
   for (int l = 0; l < 8; l++) {
