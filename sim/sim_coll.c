@@ -8,8 +8,8 @@
  *   ring (all-reduce, all-gather, reduce-scatter, broadcast, send/recv): each member sends to
  *     its successor in each of the group's ring channels. step: every step's chunk as a
  *     message (2(n-1) steps for all-reduce), the fixed latency first and a hop's latency after
- *     each step; fast: the whole volume (divided by the ramp) as one message per channel, then
- *     the latency.
+ *     each step; fast: the whole volume (divided by the ramp) as one message, then the latency.
+ *     In both, the channels in which a member has the same successor are one message.
  *   tree all-reduce: along NCCL's tree, in sim_tree.c (its top comment has both forms).
  *   any algorithm without a form of its own (NVLSTree, PAT; a tree inside one NVLink domain or
  *     on a torus): the ring's flows carrying the algorithm's volume, scaled by the ring's
@@ -97,6 +97,7 @@ typedef struct rview {
   const int *gpus;    /* member -> GPU */
   int nch;            /* channels */
   const int *succ;    /* [ch * n + member] -> member it sends to; NULL: member + 1 */
+  const int *pred;    /* [ch * n + member] -> member it receives from; NULL: member - 1 */
   char tag;           /* mailbox namespace: 'g' the group's ring, 'i'/'o' hierarchical parts */
   int id, sub;        /* group, and which part */
   sg_mailbox_t *box;  /* the group's ring: its cache of mailboxes ([ch * n + m]); else NULL */
@@ -104,6 +105,10 @@ typedef struct rview {
 
 static int succ_of(const rview *r, int ch, int m) {
   return r->succ ? r->succ[ch * r->n + m] : (m + 1) % r->n;
+}
+
+static int pred_of(const rview *r, int ch, int m) {
+  return r->pred ? r->pred[ch * r->n + m] : (m + r->n - 1) % r->n;
 }
 
 static sg_mailbox_t ring_box(const rview *r, int m, int ch) {
@@ -216,9 +221,12 @@ void sim__private_done(sim__world *w) {
 
 /* `flow` bytes per rank in total, split over channels and `steps` messages per channel; the
  * members advance a step together (each waits for its predecessor's chunk), with hop_s after
- * each step. A group's private ring runs without SimGrid flows (above). Returns the seconds
- * the caller still has to sleep (the last step's, which an OP_BATCH's actor adds to the delay
- * it sleeps later). */
+ * each step. The channels in which a member sends to the same successor (in a ring across
+ * multi-node NVLink domains, all but the one that leaves the domain there) are one message
+ * carrying their bytes, on the first one's mailbox: the same bytes on every link with a flow,
+ * not a channel, sharing a link with other flows. A group's private ring runs without SimGrid
+ * flows (above). Returns the seconds the caller still has to sleep (the last step's, which an
+ * OP_BATCH's actor adds to the delay it sleeps later). */
 static double ring_flows(sim__world *w, const rview *r, double flow, int steps, double hop_s) {
   enum { MAXCH = 64 };
   sg_comm_t comms[2 * MAXCH];
@@ -232,10 +240,16 @@ static double ring_flows(sim__world *w, const rview *r, double flow, int steps, 
     } else {
       size_t k = 0;
       for (int ch = 0; ch < nch; ch++) {
-        int succ = succ_of(r, ch, r->me);
-        if (succ == r->me) continue;
-        comms[k++] = sg_mailbox_get_async(ring_box(r, r->me, ch), &data);
-        comms[k++] = sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow / nch / steps);
+        int succ = succ_of(r, ch, r->me), pred = pred_of(r, ch, r->me), out = 1, in = 1;
+        for (int c = 0; c < ch; c++) {
+          out &= succ_of(r, c, r->me) != succ;
+          in &= pred_of(r, c, r->me) != pred;
+        }
+        if (in && pred != r->me) comms[k++] = sg_mailbox_get_async(ring_box(r, r->me, ch), &data);
+        if (!out || succ == r->me) continue;
+        int same = 1;
+        for (int c = ch + 1; c < nch; c++) same += succ_of(r, c, r->me) == succ;
+        comms[k++] = sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow * same / nch / steps);
       }
       sim__wait_all(comms, k);
     }
@@ -286,7 +300,7 @@ static rview group_ring(sim__world *w, int gi, int member) {
     g->box = calloc((size_t)g->n * (g->nch > 0 ? g->nch : 1), sizeof *g->box);
     if (!g->box) abort(); /* the child reports a crash as a failed run */
   }
-  return (rview){g->n, member, g->gpus, g->nch, g->succ, 'g', gi, 0, g->box};
+  return (rview){g->n, member, g->gpus, g->nch, g->succ, g->pred, 'g', gi, 0, g->box};
 }
 
 static void coll_ring(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
@@ -802,8 +816,8 @@ static void coll_hier(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
   cm_place pin, pout;
   cm_place_list(w->cm, in, nin, &pin);
   cm_place_list(w->cm, out, nout, &pout);
-  rview rin = {nin, pos, in, 1, NULL, 'i', gi, mydom, NULL};
-  rview rout = {nout, oi, out, 1, NULL, 'o', gi, pos, NULL};
+  rview rin = {nin, pos, in, 1, NULL, NULL, 'i', gi, mydom, NULL};
+  rview rout = {nout, oi, out, 1, NULL, NULL, 'o', gi, pos, NULL};
   (void)di;
   cm_algo ao = CM_ALGO_RING;
   cm_coll_best(w->cm, CM_ALL_REDUCE, bytes / nin, &pout, &ao);

@@ -78,10 +78,10 @@ typedef struct sim__group {
   int actor0;        /* the program that runs member 0's collectives (its GPU by default) */
   sg_mailbox_t *box; /* in the run: [ch * n + member] the ring mailbox a member receives on in
                         channel ch, looked up on first use (sim_coll.c) */
+  int *pred;         /* [ch * n + m]: the member that sends to m in channel ch */
   /* A private ring (sim__mark_private): no other flow of the run, and no other flow of the
    * ring, crosses a link direction its flows cross. NULL otherwise. */
   double *spb;       /* [ch * n + m]: seconds per byte of m's flow to its successor */
-  int *pred;         /* [ch * n + m]: the member that sends to m in channel ch */
   struct sim__priv *run; /* in the run: its state (sim_coll.c) */
   struct sim__nvls *nvls; /* in the run: its NVLS mailboxes and relays (sim_coll.c) */
   struct sim__tree *tree; /* in the run: its trees, mailboxes and flow factor (sim_tree.c) */

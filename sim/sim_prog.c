@@ -77,6 +77,15 @@ void sim__by_gpu(const int *gpus, int n, int *by) {
     }
 }
 
+/* Each member's predecessor in every channel (succ inverted). */
+static int group_pred(sim__group *g, pp_err *err) {
+  int nf = g->nch * g->n;
+  g->pred = malloc((size_t)(nf > 0 ? nf : 1) * sizeof *g->pred);
+  if (!g->pred) return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  for (int f = 0; f < nf; f++) g->pred[f / g->n * g->n + g->succ[f]] = f % g->n;
+  return PP_OK;
+}
+
 int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
   if (w->ngroups == w->capgroups) {
     int cap = w->capgroups ? 2 * w->capgroups : 64;
@@ -94,7 +103,7 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
   cm_place_list(w->cm, gpus, n, &g->pl);
   const sim__topo *t = &w->topo;
   g->actor0 = gpus[0];
-  if (t->torus) return torus_channels(w, g, err) ? -1 : w->ngroups++;
+  if (t->torus) return torus_channels(w, g, err) || group_pred(g, err) ? -1 : w->ngroups++;
   /* a ring that leaves its nodes spreads over as many channels as a node has NICs (and
    * members), each leaving the node through another NIC, as NCCL's rings do. NCCL's "node" is
    * an NVLink domain: a ring across multi-node domains (NVL72 racks, NVLink Switch pods) puts
@@ -130,7 +139,7 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
   g->actor0 = gpus[0];
   g->relay_node = w->topo.nvs_node && g->pl.domains == 1;
   g->relay_dom = g->relay_node && w->topo.nvs_dom && g->pl.nodes > 1;
-  return w->ngroups++;
+  return group_pred(g, err) ? -1 : w->ngroups++;
 }
 
 int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err) {
@@ -261,7 +270,8 @@ static int ring_succ(const sim__group *g, int ch, int m) { return g->succ[ch * g
  * when it is a member's NVLink port: a member's flows through its port start only once it has
  * entered that collective, after its ring flows through the port are done. Then each flow's
  * seconds per byte (its route's slowest link) and each member's predecessors are kept for
- * sim_coll.c. Returns nonzero when out of memory. */
+ * sim_coll.c (each member's predecessors are the group's, sim__group.pred). Returns nonzero when
+ * out of memory. */
 static int ring_private(sim__world *w, int i, const int *ring, const int *other) {
   sim__group *g = &w->groups[i];
   const sim__topo *t = &w->topo;
@@ -280,11 +290,9 @@ static int ring_private(sim__world *w, int i, const int *ring, const int *other)
     }
   }
   g->spb = calloc((size_t)nf, sizeof *g->spb);
-  g->pred = malloc((size_t)nf * sizeof *g->pred);
-  if (!g->spb || !g->pred) return -1;
+  if (!g->spb) return -1;
   for (int f = 0; f < nf; f++) {
     int ch = f / g->n, m = f % g->n, s = ring_succ(g, ch, m);
-    g->pred[ch * g->n + s] = m;
     int n = s == m ? 0 : sim__route(t, g->gpus[m], g->gpus[s], h);
     for (int j = 0; j < n; j++) {
       double bw = sim__link_bw(t, h[j].link), spb = bw > 0 ? 1 / bw : 0;

@@ -18,11 +18,11 @@
  * the cost model's NVLink part of the tree (2S at 0.92 of the NVLink bandwidth: NCCL's busBw/2
  * convention, which a chain's ports do not all carry), found from the routes' loads.
  *
- * fast: every edge's upward and downward flow of every channel at once (the pipeline's steady
- * state), then the latency. A member is done only when the word that every partial sum has
- * arrived reaches it: a word goes up channel 0's tree from each member once its own partial
- * sums are in and out and its children's words are in, and one comes down from the root, so
- * that an input slowed by another group's traffic holds every result back.
+ * fast: the partial sums a member sends a peer over all channels as one flow and the results
+ * as another, every flow at once (the pipeline's steady state), then the latency. A member is done only when the
+ * word that every flow is done reaches it: a word goes up channel 0's tree from each member
+ * once its own flows and its children's words are in, and one comes down from the root, so that
+ * an input slowed by another group's traffic holds every result back.
  * step: the chunk pipeline in rounds: the buffer cut into K chunks of about 512 KiB per channel
  * (NCCL's tree chunk, 4 MiB buffers over 8 steps), or more when the pipeline's fill would not
  * fit in the latency (at most SIM__TREE_MAXCHUNKS); a member sends chunk i up in round i + its
@@ -121,9 +121,9 @@ typedef struct sim__tree {
   double nvl;             /* flow bytes per byte of share on an edge inside a domain */
   int gi;                 /* the group */
   /* mailboxes, looked up on first use (a lookup is a simcall: other actors run meanwhile) */
-  sg_mailbox_t *bu, *bd;  /* [k * n + m] (fast): m's partial sums up, its result down */
   sg_mailbox_t *wu, *wd;  /* [m] (fast): its word up, the word down to it */
-  sg_mailbox_t *inbox;    /* [j] (step): m's from its peer j */
+  sg_mailbox_t *inbox;    /* [2 j + up]: m's from its peer j: results (or, in the step form, a
+                             round's everything), and partial sums (fast) */
   int *outidx;            /* [j]: peer j's inbox entry for m */
   double step_bytes, step_lat; /* the step form's last buffer, and its latency after the fill */
   int step_k;
@@ -310,12 +310,10 @@ static sim__tree *tree_of(sim__world *w, int gi) {
     }
   T->nvl = tree_nvl(w, g, T);
   T->gi = gi;
-  T->bu = xalloc((size_t)nch * n * sizeof *T->bu);
-  T->bd = xalloc((size_t)nch * n * sizeof *T->bd);
   T->wu = xalloc((size_t)n * sizeof *T->wu);
   T->wd = xalloc((size_t)n * sizeof *T->wd);
   int np = T->peer0[n];
-  T->inbox = xalloc(((size_t)np + 1) * sizeof *T->inbox);
+  T->inbox = xalloc(2 * ((size_t)np + 1) * sizeof *T->inbox);
   T->outidx = xalloc(((size_t)np + 1) * sizeof *T->outidx);
   for (int m = 0; m < n; m++)
     for (int j = T->peer0[m]; j < T->peer0[m + 1]; j++) {
@@ -333,29 +331,21 @@ void sim__tree_done(sim__world *w) {
     if (!T) continue;
     free(T->up), free(T->kid0), free(T->kids), free(T->hu), free(T->hd), free(T->in);
     free(T->peer0), free(T->peers), free(T->pslot), free(T->kslot), free(T->hop0), free(T->hops);
-    free(T->bu), free(T->bd), free(T->wu), free(T->wd), free(T->inbox), free(T->outidx);
+    free(T->wu), free(T->wd), free(T->inbox), free(T->outidx);
     free(T);
     w->groups[i].tree = NULL;
   }
 }
 
-/* The mailboxes, looked up on first use: m's partial sums to its parent in channel k, its
- * result from it; its word up, the word down to it; its inbox from peer entry j. */
-static sg_mailbox_t box_up(sim__tree *T, int k, int m) {
-  sg_mailbox_t *b = &T->bu[k * T->n + m];
-  return *b ? *b : (*b = sim__mbox("tu%d.%d.%d", T->gi, k, m));
-}
-static sg_mailbox_t box_down(sim__tree *T, int k, int m) {
-  sg_mailbox_t *b = &T->bd[k * T->n + m];
-  return *b ? *b : (*b = sim__mbox("td%d.%d.%d", T->gi, k, m));
-}
+/* The mailboxes, looked up on first use: m's word up, the word down to it; its inboxes from its
+ * peer entry j (partial sums or results in the fast form; a round's everything in the step). */
 static sg_mailbox_t box_word(sim__tree *T, int up, int m) {
   sg_mailbox_t *b = up ? &T->wu[m] : &T->wd[m];
   return *b ? *b : (*b = sim__mbox(up ? "tw%d.%d" : "tg%d.%d", T->gi, m));
 }
-static sg_mailbox_t box_in(sim__tree *T, int m, int j) {
-  sg_mailbox_t *b = &T->inbox[j];
-  return *b ? *b : (*b = sim__mbox("ts%d.%d.%d", T->gi, m, T->peers[j]));
+static sg_mailbox_t box_in(sim__tree *T, int m, int j, int up) {
+  sg_mailbox_t *b = &T->inbox[2 * j + up];
+  return *b ? *b : (*b = sim__mbox("t%c%d.%d.%d", up ? 'u' : 's', T->gi, m, T->peers[j]));
 }
 
 /* Flow bytes of channel k's edge between m and its parent, per byte of share. */
@@ -363,44 +353,54 @@ static double edge(const sim__tree *T, int k, int m) { return T->in[k * T->n + m
 
 /* ---- fast ------------------------------------------------------------------------------------ */
 
+/* What member m sends each peer over all channels (bytes per byte of share) as partial sums
+ * (up[slot]) and as results (down[slot]), and from whom it gets which (hu[slot], hd[slot]). */
+static void flows_of(const sim__tree *T, int m, double *up, double *down, int *hu, int *hd) {
+  int n = T->n, np = T->peer0[m + 1] - T->peer0[m];
+  for (int s = 0; s < np; s++) up[s] = down[s] = 0, hu[s] = hd[s] = 0;
+  for (int k = 0; k < T->nch; k++) {
+    int p = T->up[k * n + m];
+    if (p >= 0) up[T->pslot[k * n + m]] += edge(T, k, m), hd[T->pslot[k * n + m]] = 1;
+    for (int j = T->kid0[k * n + m]; j < T->kid0[k * n + m + 1]; j++)
+      down[T->kslot[j]] += edge(T, k, T->kids[j]), hu[T->kslot[j]] = 1;
+  }
+}
+
 static void tree_fast(sim__world *w, const sim__group *g, sim__tree *T, int member,
                       double share, double lat) {
-  int n = T->n, me = g->gpus[member];
-  size_t cap = 2 * (size_t)T->nch + 4;
-  for (int k = 0; k < T->nch; k++)
-    cap += 2 * (size_t)(T->kid0[k * n + member + 1] - T->kid0[k * n + member]);
-  sg_comm_t *cu = xalloc(cap * sizeof *cu), *cd = xalloc(cap * sizeof *cd);
-  size_t nu = 0, nd = 0;
+  int np = T->peer0[member + 1] - T->peer0[member], me = g->gpus[member];
+  double *up = xalloc(((size_t)np + 1) * sizeof *up), *down = xalloc(((size_t)np + 1) * sizeof *down);
+  int *hu = xalloc(((size_t)np + 1) * sizeof *hu), *hd = xalloc(((size_t)np + 1) * sizeof *hd);
+  sg_comm_t *c = xalloc((4 * (size_t)np + 2 * (size_t)(T->kid0[member + 1] - T->kid0[member]) + 2) *
+                        sizeof *c);
+  size_t q = 0;
   void *data;
-  for (int k = 0; k < T->nch; k++) {
-    int p = T->up[k * n + member];
-    if (p >= 0) {
-      cu[nu++] = sim__put(w, me, g->gpus[p], box_up(T, k, member), share * edge(T, k, member));
-      cd[nd++] = sg_mailbox_get_async(box_down(T, k, member), &data);
-    }
-    for (int j = T->kid0[k * n + member]; j < T->kid0[k * n + member + 1]; j++) {
-      int c = T->kids[j];
-      cu[nu++] = sg_mailbox_get_async(box_up(T, k, c), &data);
-      cd[nd++] = sim__put(w, me, g->gpus[c], box_down(T, k, c), share * edge(T, k, c));
-    }
+  flows_of(T, member, up, down, hu, hd);
+  for (int s = 0; s < np; s++) {
+    int j = T->peer0[member] + s, peer = g->gpus[T->peers[j]], o = T->outidx[j];
+    if (hu[s]) c[q++] = sg_mailbox_get_async(box_in(T, member, j, 1), &data);
+    if (hd[s]) c[q++] = sg_mailbox_get_async(box_in(T, member, j, 0), &data);
+    if (up[s] > 0) c[q++] = sim__put(w, me, peer, box_in(T, T->peers[j], o, 1), up[s] * share);
+    if (down[s] > 0) c[q++] = sim__put(w, me, peer, box_in(T, T->peers[j], o, 0), down[s] * share);
   }
-  sim__wait_all(cu, nu);
-  /* the word up channel 0's tree: every partial sum at and below this member is in; then the
-   * word down that all of them are */
+  sim__wait_all(c, q);
+  /* the word up channel 0's tree once this member's flows and those of every member below it
+   * are done; then the word down that all of them are */
+  q = 0;
   for (int j = T->kid0[member]; j < T->kid0[member + 1]; j++) {
-    sg_comm_t c = sg_mailbox_get_async(box_word(T, 1, T->kids[j]), &data);
-    sg_comm_wait(c);
+    sg_comm_t x = sg_mailbox_get_async(box_word(T, 1, T->kids[j]), &data);
+    sg_comm_wait(x);
   }
   int p0 = T->up[member];
   if (p0 >= 0) {
-    cd[nd++] = sim__put(w, me, g->gpus[p0], box_word(T, 1, member), 1);
-    sg_comm_t c = sg_mailbox_get_async(box_word(T, 0, member), &data);
-    sg_comm_wait(c);
+    c[q++] = sim__put(w, me, g->gpus[p0], box_word(T, 1, member), 1);
+    sg_comm_t x = sg_mailbox_get_async(box_word(T, 0, member), &data);
+    sg_comm_wait(x);
   }
   for (int j = T->kid0[member]; j < T->kid0[member + 1]; j++)
-    cd[nd++] = sim__put(w, me, g->gpus[T->kids[j]], box_word(T, 0, T->kids[j]), 1);
-  sim__wait_all(cd, nd);
-  free(cu), free(cd);
+    c[q++] = sim__put(w, me, g->gpus[T->kids[j]], box_word(T, 0, T->kids[j]), 1);
+  sim__wait_all(c, q);
+  free(up), free(down), free(hu), free(hd), free(c);
   sim__sleep(lat);
 }
 
@@ -494,9 +494,9 @@ static void tree_step(sim__world *w, int gi, sim__tree *T, int member, double by
     size_t q = 0;
     for (int s = 0; s < np; s++) {
       int j = T->peer0[member] + s;
-      if (heard[s]) c[q++] = sg_mailbox_get_async(box_in(T, member, j), &data);
+      if (heard[s]) c[q++] = sg_mailbox_get_async(box_in(T, member, j, 0), &data);
       if (out[s] > 0)
-        c[q++] = sim__put(w, me, g->gpus[T->peers[j]], box_in(T, T->peers[j], T->outidx[j]),
+        c[q++] = sim__put(w, me, g->gpus[T->peers[j]], box_in(T, T->peers[j], T->outidx[j], 0),
                           out[s] * chunk);
     }
     sim__wait_all(c, q);

@@ -1,5 +1,5 @@
 /* The simulator's collectives on real SimGrid runs (sim_collectives): the fast form of every
- * algorithm against its step form (different code: one flow per channel against every ring
+ * algorithm against its step form (different code: one flow per successor against every ring
  * step; NVLS streams against a chunk pipeline; a tree's edge flows against its chunk pipeline
  * in rounds; node-aggregated all-to-all against every pair in chunks), each alone on the cost
  * model's time where the cost model prices it, and hand-computed max-min answers where groups
