@@ -249,7 +249,8 @@ static double ring_flows(sim__world *w, const rview *r, double flow, int steps, 
         if (!out || succ == r->me) continue;
         int same = 1;
         for (int c = ch + 1; c < nch; c++) same += succ_of(r, c, r->me) == succ;
-        comms[k++] = sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow * same / nch / steps);
+        comms[k++] =
+            sim__put(w, me, r->gpus[succ], ring_box(r, succ, ch), flow * same / nch / steps);
       }
       sim__wait_all(comms, k);
     }
@@ -474,8 +475,7 @@ static sg_mailbox_t nv_box(sg_mailbox_t *tab, const char *kind, int gi, int m) {
 /* A group's NVLS state, made by the first member to need it before anything yields (a
  * mailbox lookup is a simcall: the other actors run meanwhile); its mailboxes are looked up on
  * first use (nv_box). */
-static sim__nvls *nvls_of(sim__group *g, int gi) {
-  (void)gi;
+static sim__nvls *nvls_of(sim__group *g) {
   if (!g->nvls) {
     sim__nvls *v = calloc(1, sizeof *v);
     if (!v) abort(); /* the child reports a crash as a failed run */
@@ -600,11 +600,13 @@ static void node_relay_run(relay *R, sg_comm_t *c) {
   } else {
     /* inputs first: the members' streams and the domain's word that all of its arrived */
     size_t k = 0, nin;
-    for (int j = 0; j < n; j++) c[k++] = sg_mailbox_get_async(nv_box(v->nu, "nu", R->gi, R->who[j]), &data);
+    for (int j = 0; j < n; j++)
+      c[k++] = sg_mailbox_get_async(nv_box(v->nu, "nu", R->gi, R->who[j]), &data);
     if (two) c[k++] = sg_mailbox_get_async(R->done, &data);
     nin = k;
     for (int j = 0; j < n; j++)
-      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], nv_box(v->nd, "nd", R->gi, R->who[j]), in->port);
+      c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], nv_box(v->nd, "nd", R->gi, R->who[j]),
+                        in->port);
     if (two) {
       c[k++] = sim__put(w, R->host, R->dom, R->up, in->upl);
       c[k++] = sg_mailbox_get_async(R->down, &data);
@@ -738,7 +740,7 @@ static void relays_for(sim__world *w, int gi, int member, const nvls_inst *in) {
   int host = sim__nvs_of(t, g->gpus[member], 0);
   for (int i = 0; i < member; i++)
     if (sim__nvs_of(t, g->gpus[i], 0) == host) return; /* not this node's first member */
-  sim__nvls *v = nvls_of(g, gi);
+  sim__nvls *v = nvls_of(g);
   relay *R = relay_get(&v->node[member], w, gi, host, mk_node);
   relay_go(R, in);
   if (member != 0 || !g->relay_dom) return;
@@ -762,15 +764,17 @@ static void coll_nvls(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
     return;
   }
   relays_for(w, gi, member, &in);
-  const sim__nvls *v = nvls_of(&w->groups[gi], gi);
+  const sim__nvls *v = nvls_of(&w->groups[gi]);
   int me = g->gpus[member], sw = sim__nvs_of(&w->topo, me, 0);
   sg_comm_t cm[3];
   void *data;
   if (in.step) {
     for (int r = 0; r < in.chunks + in.depth - 1; r++) {
       size_t k = 0;
-      if (at(&in, r, 0) >= 0) cm[k++] = sim__put(w, me, sw, nv_box(v->nu, "nu", gi, member), in.port / in.chunks);
-      if (at(&in, r, in.depth - 1) >= 0) cm[k++] = sg_mailbox_get_async(nv_box(v->nd, "nd", gi, member), &data);
+      if (at(&in, r, 0) >= 0)
+        cm[k++] = sim__put(w, me, sw, nv_box(v->nu, "nu", gi, member), in.port / in.chunks);
+      if (at(&in, r, in.depth - 1) >= 0)
+        cm[k++] = sg_mailbox_get_async(nv_box(v->nd, "nd", gi, member), &data);
       sim__wait_all(cm, k);
     }
   } else {

@@ -19,10 +19,10 @@
  * convention, which a chain's ports do not all carry), found from the routes' loads.
  *
  * fast: the partial sums a member sends a peer over all channels as one flow and the results
- * as another, every flow at once (the pipeline's steady state), then the latency. A member is done only when the
- * word that every flow is done reaches it: a word goes up channel 0's tree from each member
- * once its own flows and its children's words are in, and one comes down from the root, so that
- * an input slowed by another group's traffic holds every result back.
+ * as another, every flow at once (the pipeline's steady state), then the latency. A member is
+ * done only when the word that every flow is done reaches it: a word goes up channel 0's tree
+ * from each member once its own flows and its children's words are in, and one comes down from
+ * the root, so that an input slowed by another group's traffic holds every result back.
  * step: the chunk pipeline in rounds: the buffer cut into K chunks of about 512 KiB per channel
  * (NCCL's tree chunk, 4 MiB buffers over 8 steps), or more when the pipeline's fill would not
  * fit in the latency (at most SIM__TREE_MAXCHUNKS); a member sends chunk i up in round i + its
@@ -369,7 +369,8 @@ static void flows_of(const sim__tree *T, int m, double *up, double *down, int *h
 static void tree_fast(sim__world *w, const sim__group *g, sim__tree *T, int member,
                       double share, double lat) {
   int np = T->peer0[member + 1] - T->peer0[member], me = g->gpus[member];
-  double *up = xalloc(((size_t)np + 1) * sizeof *up), *down = xalloc(((size_t)np + 1) * sizeof *down);
+  double *up = xalloc(((size_t)np + 1) * sizeof *up);
+  double *down = xalloc(((size_t)np + 1) * sizeof *down);
   int *hu = xalloc(((size_t)np + 1) * sizeof *hu), *hd = xalloc(((size_t)np + 1) * sizeof *hd);
   sg_comm_t *c = xalloc((4 * (size_t)np + 2 * (size_t)(T->kid0[member + 1] - T->kid0[member]) + 2) *
                         sizeof *c);
@@ -508,7 +509,8 @@ static void tree_step(sim__world *w, int gi, sim__tree *T, int member, double by
 int sim__tree_exec(sim__world *w, int gi, int member, double bytes) {
   const sim__group *g = &w->groups[gi];
   cm_coll_parts p;
-  if (bytes <= 0 || g->n < 2 || cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_TREE, bytes, &g->pl, &p))
+  if (bytes <= 0 || g->n < 2 ||
+      cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_TREE, bytes, &g->pl, &p))
     return 0;
   sim__tree *T = tree_of(w, gi); /* NULL: one domain, or a torus */
   if (!T) return 0;
