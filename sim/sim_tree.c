@@ -98,12 +98,20 @@ int sim__tree_parents(const sim__world *w, const sim__group *g, int *parent) {
   return D > 1 ? 2 * h : 0;
 }
 
+/* 1 when the group's members are in more than one of NCCL's nodes (sim__tree_parents has a
+ * tree for it), without sorting them. */
+static int many_domains(const sim__world *w, const sim__group *g) {
+  int unit = tree_unit(&w->topo);
+  for (int i = 1; i < g->n; i++)
+    if (g->gpus[i] / unit != g->gpus[0] / unit) return !w->topo.torus;
+  return 0;
+}
+
 int sim__tree_ok(const sim__world *w, int gi, cm_coll c, double bytes) {
   const sim__group *g = &w->groups[gi];
   cm_coll_parts p;
-  return c == CM_ALL_REDUCE && bytes > 0 && g->n > 1 &&
-         !cm_coll_split(w->cm, c, CM_ALGO_TREE, bytes, &g->pl, &p) &&
-         sim__tree_parents(w, g, NULL) > 0;
+  return c == CM_ALL_REDUCE && bytes > 0 && g->n > 1 && many_domains(w, g) &&
+         !cm_coll_split(w->cm, c, CM_ALGO_TREE, bytes, &g->pl, &p);
 }
 
 /* ---- a group's trees in the run ------------------------------------------------------------ */

@@ -8,7 +8,8 @@
  * once (NCCL's double binary tree's edges), an expert-parallel all-to-all across two nodes'
  * NICs, DP pairs through one NIC, TP and DP on the taper, and DP pairs through an
  * oversubscribed leaf uplink (the spine level). Hand answers use zero link latencies (CM02,
- * max-min sharing) and a ramp of 1 (half size 1 byte, gamma 5). */
+ * max-min sharing) and a ramp of 1 (half size 1 byte, gamma 5); a ring's messages are counted
+ * where its channels to one successor are one flow. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,17 @@ static void contention(void) {
   CHECK_NEAR(mix[0].time_s, 1.75 * S / B + 14 * anv, 1e-4);
   run(&nvl, &p, mix + 2, 8, SIM_FAST);
   CHECK_NEAR(mix[2].time_s, 2 * S / B + 2 * anv, 1e-4);
+
+  /* 3. A ring's channels to one successor are one flow: a ring all-reduce over GPUs 0-15 of
+   *    h100-nvl256 has 8 channels, channel c entering each node at its member c, so a member
+   *    sends to its neighbour in 7 channels and to the other node in one: 2 messages a member,
+   *    32 (one a channel: 128), in the same time as the cost model's. */
+  int all16[16];
+  for (int i = 0; i < 16; i++) all16[i] = i;
+  sim_coll_job ring16 = {CM_ALL_REDUCE, CM_ALGO_RING, S, 16, all16};
+  run(&nvl, &p, &ring16, 1, SIM_FAST);
+  CHECK_EQ(ring16.messages, 32);
+  CHECK_NEAR(ring16.time_s, cm_time(&nvl, &p, &ring16), 1e-3);
 }
 
 /* ---- the spine ------------------------------------------------------------------------------ */
