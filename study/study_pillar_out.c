@@ -536,7 +536,8 @@ static int plot_ablation(const study__pillar_run *r, const char *dir, int *plots
            "set title 'Alpa''s ablation on the V100 cluster (GPT, 25 Gb/s between nodes)'\n"
            "set xlabel 'GPUs'\nset ylabel 'model PFLOP/s (cost model)'\nset logscale x 2\n"
            "set xrange [6:84]\nset xtics (8, 16, 32, 64)\nset grid\nset key top left\n"
-           "set datafile missing 'NaN'\n"
+           /* NaN (no plan) read as an undefined value breaks the method's line there; with
+            * `set datafile missing` gnuplot would draw it across the gap */
            "plot '%s' using 1:2 with linespoints pt 5 lc rgb '#7f7f7f' title 'megatron', "
            "'' using 1:3 with linespoints pt 9 lc rgb '#9467bd' title 'inter-op only', "
            "'' using 1:4 with linespoints pt 11 lc rgb '#ff7f0e' title 'intra-op only', "
