@@ -46,6 +46,15 @@
 /* NCCL's node: the NVLink domain, or the host where GPUs have no NVLink. */
 static int tree_unit(const sim__topo *t) { return t->dom > 1 ? t->dom : t->gpn; }
 
+/* 1 when the group's members are in more than one of NCCL's nodes and the fabric is not a
+ * torus: the groups sim__tree_parents builds a tree for (told without sorting them). */
+static int many_domains(const sim__world *w, const sim__group *g) {
+  int unit = tree_unit(&w->topo);
+  for (int i = 1; i < g->n; i++)
+    if (g->gpus[i] / unit != g->gpus[0] / unit) return !w->topo.torus;
+  return 0;
+}
+
 /* The parent of rank r in NCCL's binary tree over n ranks (-1: the root, rank 0). */
 static int btree_up(int n, int r) {
   if (r <= 0) return -1;
@@ -67,7 +76,8 @@ static int dtree_up(int n, int r, int t) {
 int sim__tree_parents(const sim__world *w, const sim__group *g, int *parent) {
   const sim__topo *t = &w->topo;
   int n = g->n, unit = tree_unit(t), h = g->nch > 0 ? g->nch : 1;
-  if (t->torus || n < 2) return 0;
+  if (!many_domains(w, g)) return 0;
+  if (!parent) return 2 * h;
   int *by = malloc((size_t)n * sizeof *by), *first = malloc(((size_t)n + 1) * sizeof *first);
   if (!by || !first) {
     free(by), free(first);
@@ -78,7 +88,7 @@ int sim__tree_parents(const sim__world *w, const sim__group *g, int *parent) {
   for (int i = 0; i < n; i++)
     if (i == 0 || g->gpus[by[i]] / unit != g->gpus[by[i - 1]] / unit) first[D++] = i;
   first[D] = n;
-  for (int k = 0; parent && D > 1 && k < 2 * h; k++) {
+  for (int k = 0; k < 2 * h; k++) {
     int pos = k % h, tr = k / h;
     for (int d = 0; d < D; d++) {
       int c = first[d + 1] - first[d], head = pos % c;
@@ -95,16 +105,7 @@ int sim__tree_parents(const sim__world *w, const sim__group *g, int *parent) {
     }
   }
   free(by), free(first);
-  return D > 1 ? 2 * h : 0;
-}
-
-/* 1 when the group's members are in more than one of NCCL's nodes (sim__tree_parents has a
- * tree for it), without sorting them. */
-static int many_domains(const sim__world *w, const sim__group *g) {
-  int unit = tree_unit(&w->topo);
-  for (int i = 1; i < g->n; i++)
-    if (g->gpus[i] / unit != g->gpus[0] / unit) return !w->topo.torus;
-  return 0;
+  return 2 * h;
 }
 
 int sim__tree_ok(const sim__world *w, int gi, cm_coll c, double bytes) {
