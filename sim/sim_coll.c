@@ -11,7 +11,11 @@
  *     each step; fast: the whole volume (divided by the ramp) as one message, then the latency.
  *     In both, the channels in which a member has the same successor are one message.
  *   tree all-reduce: along NCCL's tree, in sim_tree.c (its top comment has both forms).
- *   any algorithm without a form of its own (NVLSTree, PAT; a tree inside one NVLink domain or
+ *   PAT (all-gather, reduce-scatter with one rank per NVLink domain): the distance-reversed
+ *     Bruck exchange of NCCL's PAT, log2(n) steps to members 2^k places on, the most data to
+ *     the nearest (sim__pat_steps). step: the steps in turn, each in chunks; fast: every
+ *     step's message at once, then the latency.
+ *   any algorithm without a form of its own (NVLSTree; a tree inside one NVLink domain or
  *     on a torus): the ring's flows carrying the algorithm's volume, scaled by the ring's
  *     bandwidth over the algorithm's so that alone they take its time, with its latency, at
  *     both fidelities (sim/README.md says what that misses).
@@ -832,6 +836,73 @@ static void coll_hier(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
   free(in), free(out);
 }
 
+/* ---- PAT ----------------------------------------------------------------------------------- */
+
+int sim__pat_steps(int n, int *dist, int *count) {
+  int D = 0;
+  while ((1 << D) < n && D < SIM__PAT_MAXSTEPS) D++;
+  for (int j = 0; j < D; j++) {
+    dist[j] = 1 << (D - 1 - j);
+    count[j] = j < D - 1 ? 1 << j : n - (1 << (D - 1));
+  }
+  return D;
+}
+
+int sim__pat_ok(const sim__world *w, int gi, cm_coll c, double bytes) {
+  const sim__group *g = &w->groups[gi];
+  cm_coll_parts p;
+  return (c == CM_ALL_GATHER || c == CM_REDUCE_SCATTER) && bytes > 0 && g->n > 1 &&
+         !cm_coll_split(w->cm, c, CM_ALGO_PAT, bytes, &g->pl, &p);
+}
+
+/* Member m's PAT mailbox of step j in group gi. */
+static sg_mailbox_t pat_box(int gi, int m, int j) { return sim__mbox("p%d.%d.%d", gi, m, j); }
+
+/* PAT: the distance-reversed Bruck exchange of sim__pat_steps among the members in group order,
+ * each step's blocks carrying the cost model's PAT volume scaled as sim__ring_form scales it
+ * (so that alone, bound by a member's NIC, it takes the cost model's time). fast: every step's
+ * message at once (the pipeline's steady state: NCCL's PAT keeps every dimension busy once its
+ * buffers are full), then the latency; step: the steps one after another (reduce-scatter in the
+ * reverse order), each in chunks of SIM__PAT_CHUNK sent in lockstep with the chunk coming in,
+ * the fixed latency first and an equal share of the rest after each step. */
+static void coll_pat(sim__world *w, int gi, int member, cm_coll c, cm_algo a, double bytes) {
+  const sim__group *g = &w->groups[gi];
+  if (!sim__pat_ok(w, gi, c, bytes)) { /* more than one rank in a domain, or a torus */
+    coll_ring(w, gi, member, c, a, bytes);
+    return;
+  }
+  int n = g->n, dist[SIM__PAT_MAXSTEPS], cnt[SIM__PAT_MAXSTEPS], me = g->gpus[member];
+  int D = sim__pat_steps(n, dist, cnt);
+  double lat, blk = sim__ring_form(w->cm, c, &a, bytes, &g->pl, &lat) / (n - 1);
+  sg_comm_t cm[2 * SIM__PAT_MAXSTEPS];
+  void *data;
+  if (w->fidelity != SIM_STEP) {
+    size_t k = 0;
+    for (int j = 0; j < D; j++) {
+      int to = (member + dist[j]) % n;
+      cm[k++] = sg_mailbox_get_async(pat_box(gi, member, j), &data);
+      cm[k++] = sim__put(w, me, g->gpus[to], pat_box(gi, to, j), cnt[j] * blk);
+    }
+    sim__wait_all(cm, k);
+    sim__sleep(lat);
+    return;
+  }
+  double base = cm_model_params(w->cm)->algo[CM_ALGO_PAT].base_us * 1e-6;
+  if (base > lat) base = lat;
+  sim__sleep(base);
+  for (int s = 0; s < D; s++) {
+    int j = c == CM_REDUCE_SCATTER ? D - 1 - s : s, to = (member + dist[j]) % n;
+    double k = ceil(cnt[j] * blk / SIM__PAT_CHUNK);
+    int K = k < 1 ? 1 : k > SIM__PAT_MAXCHUNKS ? SIM__PAT_MAXCHUNKS : (int)k;
+    for (int r = 0; r < K; r++) {
+      cm[0] = sg_mailbox_get_async(pat_box(gi, member, j), &data);
+      cm[1] = sim__put(w, me, g->gpus[to], pat_box(gi, to, j), cnt[j] * blk / K);
+      sim__wait_all(cm, 2);
+    }
+    sim__sleep((lat - base) / D);
+  }
+}
+
 /* ---- trees --------------------------------------------------------------------------------- */
 
 /* A tree all-reduce along the tree's edges (sim_tree.c); where it cannot run as a tree (one
@@ -845,14 +916,15 @@ static void coll_tree(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
 
 typedef void (*coll_form)(sim__world *, int, int, cm_coll, cm_algo, double);
 
-/* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's and the tree's two forms differ
- * inside ring_run and sim__tree_exec; an algorithm without an entry here (NVLSTree, PAT) runs
- * as ring flows with its own volume, bandwidth and latency (ring_run). */
+/* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's, the tree's and PAT's two forms
+ * differ inside ring_run, sim__tree_exec and coll_pat; an algorithm without an entry here
+ * (NVLSTree) runs as ring flows with its own volume, bandwidth and latency (ring_run). */
 static const coll_form forms[CM_NALGOS][2] = {
     [CM_ALGO_RING] = {coll_ring, coll_ring},
     [CM_ALGO_TREE] = {coll_tree, coll_tree},
     [CM_ALGO_NVLS] = {coll_nvls, coll_nvls},
     [CM_ALGO_HIER] = {coll_hier, coll_hier},
+    [CM_ALGO_PAT] = {coll_pat, coll_pat},
 };
 static const coll_form a2a_forms[2] = {a2a_fast, a2a_step};
 

@@ -218,6 +218,18 @@ int sim__tree_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 int sim__tree_exec(sim__world *w, int gi, int member, double bytes);
 /* After the run: frees the groups' tree state. */
 void sim__tree_done(sim__world *w);
+/* PAT (sim_coll.c): NCCL's all-gather / reduce-scatter with one rank per NVLink domain as a
+ * distance-reversed Bruck exchange over n members: D = ceil(log2 n) steps, step j to the member
+ * dist[j] = 2^(D-1-j) places on, count[j] blocks of S/n (2^j, the last n - 2^(D-1): n - 1 in
+ * all, the ring's volume; the most data to the nearest member). Returns D. */
+int sim__pat_steps(int n, int *dist, int *count);
+/* 1 when collective c of `bytes` on group gi runs as PAT (an all-gather or reduce-scatter the
+ * cost model can price as PAT there: one member per NVLink domain, not a torus); else
+ * sim__coll_exec runs a ring. */
+int sim__pat_ok(const sim__world *w, int gi, cm_coll c, double bytes);
+#define SIM__PAT_MAXSTEPS 24 /* 2^24 members */
+#define SIM__PAT_CHUNK (512.0 * 1024)
+#define SIM__PAT_MAXCHUNKS 64
 /* Chunking of the step forms (sim_coll.c): an NVLS pipeline's chunk on a member's NVLink
  * port and the most chunks one all-reduce is cut into; an all-to-all pair's chunk and the most
  * rounds. NVLS relays are actors on the switch hosts, pooled and kept for the run (a member

@@ -174,7 +174,7 @@ void sim__world_free(sim__world *w) {
 
 /* ---- the routes a run needs ---------------------------------------------------------------- */
 
-enum { USE_RING = 1, USE_A2A = 2, USE_NVLS = 4, USE_TREE = 8 };
+enum { USE_RING = 1, USE_A2A = 2, USE_NVLS = 4, USE_TREE = 8, USE_PAT = 16 };
 
 /* The edges of the group's trees, both ways. */
 static int tree_pairs(const sim__world *w, const sim__group *g, sim__pairs *pp) {
@@ -193,6 +193,12 @@ static int tree_pairs(const sim__world *w, const sim__group *g, sim__pairs *pp) 
 static int group_pairs(const sim__world *w, const sim__group *g, unsigned use, sim__pairs *pp) {
   int rc = 0;
   if (use & USE_TREE) rc |= tree_pairs(w, g, pp);
+  if (use & USE_PAT) {
+    int dist[SIM__PAT_MAXSTEPS], cnt[SIM__PAT_MAXSTEPS], D = sim__pat_steps(g->n, dist, cnt);
+    for (int j = 0; j < D; j++)
+      for (int m = 0; m < g->n; m++)
+        rc |= sim__pairs_add(pp, g->gpus[m], g->gpus[(m + dist[j]) % g->n]);
+  }
   if (use & USE_RING)
     for (int ch = 0; ch < g->nch; ch++)
       for (int m = 0; m < g->n; m++) rc |= sim__pairs_add(pp, g->gpus[m], g->gpus[g->succ[ch * g->n + m]]);
@@ -227,6 +233,8 @@ static int group_uses(const sim__world *w, unsigned *use, sim__pairs *p2p) {
                          : o->algo == CM_ALGO_HIER   ? USE_A2A /* sub-rings: any pair */
                          : o->algo == CM_ALGO_TREE && sim__tree_ok(w, o->group, o->coll, o->bytes)
                              ? USE_TREE
+                         : o->algo == CM_ALGO_PAT && sim__pat_ok(w, o->group, o->coll, o->bytes)
+                             ? USE_PAT
                              : USE_RING;
         break;
       case SIM__OP_SEND: rc |= sim__pairs_add(p2p, host, o->peer); break;
@@ -536,7 +544,8 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
   B->cum += cm_coll_best(w->cm, c, bytes, &g->pl, &a);
   if (!w->per_layer && !B->cut && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
       !(a == CM_ALGO_NVLS && g->relay_node) &&
-      !(a == CM_ALGO_TREE && sim__tree_ok(w, gid, c, bytes))) {
+      !(a == CM_ALGO_TREE && sim__tree_ok(w, gid, c, bytes)) &&
+      !(a == CM_ALGO_PAT && sim__pat_ok(w, gid, c, bytes))) {
     /* the fast form of sim__coll_exec: its ring flows' bytes, then the latency */
     double lat;
     B->t->agg_flow[k] += sim__ring_form(w->cm, c, &a, bytes, &g->pl, &lat);

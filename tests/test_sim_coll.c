@@ -1,11 +1,13 @@
 /* The simulator's collectives on real SimGrid runs (sim_collectives): the fast form of every
  * algorithm against its step form (different code: one flow per successor against every ring
  * step; NVLS streams against a chunk pipeline; a tree's edge flows against its chunk pipeline
- * in rounds; node-aggregated all-to-all against every pair in chunks), each alone on the cost
+ * in rounds; node-aggregated all-to-all against every pair in chunks; PAT's steps at once
+ * against its steps in turn, in chunks), each alone on the cost
  * model's time where the cost model prices it, and hand-computed max-min answers where groups
  * share links: NVLS on the h100-nvl256 pod alone and as 8 groups through the 2:1 NVLink Switch
  * taper, a tree all-reduce over 8 nodes under 4 oversubscribed leaves alone and as 8 trees at
- * once (NCCL's double binary tree's edges), an expert-parallel all-to-all across two nodes'
+ * once (NCCL's double binary tree's edges), a PAT all-gather over the same leaves alone and as
+ * 8 groups at once (its distance-reversed Bruck steps), an expert-parallel all-to-all across two nodes'
  * NICs, DP pairs through one NIC, TP and DP on the taper, and DP pairs through an
  * oversubscribed leaf uplink (the spine level). Hand answers use zero link latencies (CM02,
  * max-min sharing) and a ramp of 1 (half size 1 byte, gamma 5); a ring's messages are counted
@@ -27,7 +29,8 @@ static cm_params pure(void) {
   cm_params_default(NULL, &p);
   int rc = cm_params_apply(&p, "ring.half_bytes=1,ring.gamma=5,ring.base_us=0,"
                                "tree.half_bytes=1,tree.gamma=5,tree.base_us=0,"
-                               "nvls.half_bytes=1,nvls.gamma=5,nvls.base_us=4", &err);
+                               "nvls.half_bytes=1,nvls.gamma=5,nvls.base_us=4,"
+                               "pat.half_bytes=1,pat.gamma=5,pat.base_us=0", &err);
   assert(rc == PP_OK);
   return p;
 }
@@ -93,11 +96,14 @@ typedef struct set {
  *   channels, chains of 72);
  *   hierarchical all-reduce on all 64 (8 domains on the DGX fabrics; on the single-domain and
  *   torus fabrics it falls back to a ring all-reduce);
+ *   PAT all-gather and reduce-scatter on {0, 8, ..., 56} (one GPU per node: PAT's exchange on
+ *   the DGX fabrics, where the cost model prices it; inside one NVLink domain (h100-nvl256,
+ *   gb200) and on the torus it falls back to a ring);
  *   where the switches reduce (dgx-h100, dgx-b200, h100-nvl256, gb200): NVLS all-reduce on
  *   GPUs 0-7 alone, and (h100-nvl256, gb200: one NVLink domain) on the 8 groups
  *   {t, t+8, ..., t+56} at once, through the node relays and the domain relay.
  * Where one job runs alone on an algorithm the cost model prices (ring, broadcast, tree, NVLS,
- * and all-to-all where the NVLink domain is the node: its cm_coll_time), both forms must take
+ * PAT, and all-to-all where the NVLink domain is the node: its cm_coll_time), both forms must take
  * that time within 1%. Not the all-to-all on the torus (the cost model counts average hops)
  * nor in multi-node NVLink domains, where the cost model puts only the node's own parts on a
  * GPU's NVLink port, though its parts for the domain's other nodes cross it too (gb200, GPUs
@@ -116,7 +122,7 @@ static void fast_vs_step(void) {
     int gpus = strcmp(fabrics[f], "gb200-nvl72") == 0 ? 144 : 64;
     spec_cluster c = cluster(fabrics[f], gpus);
     int nvls = c.nvlink.in_network_reduce, one_domain = c.nvlink.domain_gpus >= 64;
-    set sets[20];
+    set sets[24];
     int ns = 0;
     sets[ns++] = (set){"ring all-reduce on 0-7", 1, {{CM_ALL_REDUCE, CM_ALGO_RING, S, 8, in8}}, 1};
     sets[ns++] = (set){"ring all-gather on 0-7", 1, {{CM_ALL_GATHER, CM_ALGO_RING, S, 8, in8}}, 1};
@@ -140,6 +146,11 @@ static void fast_vs_step(void) {
                          {{CM_ALL_REDUCE, CM_ALGO_TREE, S, 144, all144}}, 1};
     sets[ns++] = (set){"hierarchical all-reduce on 0-63", 1,
                        {{CM_ALL_REDUCE, CM_ALGO_HIER, S, 64, all}}, 0};
+    int node_domain = !torus && c.nvlink.domain_gpus == c.gpus_per_node;
+    sets[ns++] = (set){"PAT all-gather on {0, 8, ..., 56}", 1,
+                       {{CM_ALL_GATHER, CM_ALGO_PAT, S, 8, dp[0]}}, node_domain};
+    sets[ns++] = (set){"PAT reduce-scatter on {0, 8, ..., 56}", 1,
+                       {{CM_REDUCE_SCATTER, CM_ALGO_PAT, S, 8, dp[0]}}, node_domain};
     if (nvls)
       sets[ns++] = (set){"NVLS all-reduce on 0-7", 1, {{CM_ALL_REDUCE, CM_ALGO_NVLS, S, 8, in8}}, 1};
     if (nvls && one_domain) {
@@ -416,7 +427,47 @@ static void tree_hand(void) {
   }
 }
 
+/* ---- PAT by hand ------------------------------------------------------------------------- */
+
+/* PAT runs its distance-reversed Bruck exchange, not a ring. GPU l of each of the 8 nodes of the
+ * four-leaves fabric of tree_hand (leaf k holds nodes 2k and 2k+1; a NIC and a leaf uplink each
+ * carry 48 GB/s per direction), an all-gather of S = 1 GiB: steps to the member 4, 2 and 1
+ * places on with 1, 2 and 4 blocks. A block is S/8 over PAT's bandwidth (0.75 of the ring's):
+ * b = S/6. Leaf 0's uplink carries node 0's steps to nodes 4 and 2 (3 b) and all of node 1's,
+ * to 5, 3 and 2 (7 b): 10 b each way, the most of any link; a node's NIC 7 b. Latency
+ * log2(8) * 2.7 / 3.5 + 2.8 * 8 = 24.714 us (NCCL's PAT formula, base 0). At both fidelities:
+ *   1. GPU 0 of every node alone: t = 10 b / 48e9 + 24.714 us (the ring's flows with PAT's
+ *      volume, the form before PAT had its own, cross each uplink once each way: 7 b / 48e9);
+ *   2. the 8 groups of GPU l of every node at once: 80 b through each uplink, t = 80 b / 48e9
+ *      + 24.714 us for every group. */
+static void pat_hand(void) {
+  cm_params p = pure();
+  double S = 1 << 30, B = 48e9, b = S / 6, lat = 3 * 2.7e-6 / 3.5 + 2.8e-6 * 8;
+  spec_cluster c = one_nic("four-leaves", 64, 4);
+  int dp[8][8];
+  sim_coll_job jobs[8];
+  for (int l = 0; l < 8; l++) {
+    for (int i = 0; i < 8; i++) dp[l][i] = l + 8 * i;
+    jobs[l] = (sim_coll_job){CM_ALL_GATHER, CM_ALGO_PAT, S, 8, dp[l]};
+  }
+  for (int f = 0; f < 2; f++) {
+    const char *form = f ? "step" : "fast";
+    run(&c, &p, jobs, 1, f ? SIM_STEP : SIM_FAST);
+    if (fabs(jobs[0].time_s / (10 * b / B + lat) - 1) > 1e-3)
+      fprintf(stderr, "PAT by hand, alone, %s: %.6f s\n", form, jobs[0].time_s);
+    CHECK_NEAR(jobs[0].time_s, 10 * b / B + lat, 1e-3);
+    run(&c, &p, jobs, 8, f ? SIM_STEP : SIM_FAST);
+    for (int l = 0; l < 8; l++) {
+      if (fabs(jobs[l].time_s / (80 * b / B + lat) - 1) > 1e-3)
+        fprintf(stderr, "PAT by hand, 8 at once, %s, group %d: %.6f s\n", form, l,
+                jobs[l].time_s);
+      CHECK_NEAR(jobs[l].time_s, 80 * b / B + lat, 1e-3);
+    }
+  }
+}
+
 int main(void) {
+  pat_hand();
   fast_vs_step();
   tree_hand();
   nvls_hand();
