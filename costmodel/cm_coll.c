@@ -241,20 +241,30 @@ static double nvlstree_cap(const cm_model *cm, const view *v) {
   return heads * (v->N <= 2 ? ar->nvlstree_ch2 : ar->nvlstree_ch) * 1e9;
 }
 
-static int nvlstree_split(const cm_model *cm, double S, const cm_place *pl, cm_coll_parts *o) {
+int cm_nvlstree_pieces(const cm_model *cm, double S, const cm_place *pl, cm_coll_parts *in,
+                       cm_coll_parts *out) {
   view v;
   view_of(cm, pl, &v);
+  memset(in, 0, sizeof *in);
+  memset(out, 0, sizeof *out);
   if (!cm->c.nvlink.in_network_reduce || v.N <= 1 || v.p < 2 || !HAS(pl, CM_LVL_NVLINK) ||
-      v.b_net <= 0)
+      v.b_net <= 0 || S <= 0)
     return PP_INPUT;
-  double vol, bw;
-  nvls_part(cm, CM_ALL_REDUCE, S, v.p, pl, &vol, &bw);
-  slower(o, vol, bw);
-  slower(o, tree_v(v.N) * S, v.b_net * 1e9);
-  slower(o, 2.0 * (v.n - 1.0) / v.n * S, nvlstree_cap(cm, &v));
+  nvls_part(cm, CM_ALL_REDUCE, S, v.p, pl, &in->vol_bytes, &in->bw_Bps);
+  slower(out, tree_v(v.N) * S, v.b_net * 1e9);
+  slower(out, 2.0 * (v.n - 1.0) / v.n * S, nvlstree_cap(cm, &v));
   const cm_algo_params *a = &cm->p.algo[CM_ALGO_NVLSTREE];
-  o->lat_s = (a->base_us + 2.0 * v.in_us + 2.0 * log2((double)v.N) * v.out_us) * 1e-6;
-  o->ramp = cm__ramp(a, S / v.p);
+  in->lat_s = out->lat_s =
+      (a->base_us + 2.0 * v.in_us + 2.0 * log2((double)v.N) * v.out_us) * 1e-6;
+  in->ramp = out->ramp = cm__ramp(a, S / v.p);
+  return PP_OK;
+}
+
+static int nvlstree_split(const cm_model *cm, double S, const cm_place *pl, cm_coll_parts *o) {
+  cm_coll_parts in, out;
+  if (cm_nvlstree_pieces(cm, S, pl, &in, &out)) return PP_INPUT;
+  *o = in;
+  slower(o, out.vol_bytes, out.bw_Bps);
   return PP_OK;
 }
 

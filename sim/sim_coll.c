@@ -15,8 +15,12 @@
  *     Bruck exchange of NCCL's PAT, log2(n) steps to members 2^k places on, the most data to
  *     the nearest (sim__pat_steps). step: the steps in turn, each in chunks; fast: every
  *     step's message at once, then the latency.
- *   any algorithm without a form of its own (NVLSTree; a tree inside one NVLink domain or
- *     on a torus): the ring's flows carrying the algorithm's volume, scaled by the ring's
+ *   NVLSTree all-reduce: NVLS through the relays of each member's domain beside a tree of its
+ *     1/p share with the members at its position in the other domains (sim__tree_flows),
+ *     ending on the relay's word that every input and every tree of the domain is in. fast:
+ *     the whole buffer; step: chunk by chunk.
+ *   a tree inside one NVLink domain or on a torus, and NVLSTree where the domains hold
+ *     unequal numbers of members: the ring's flows carrying the algorithm's volume, scaled by the ring's
  *     bandwidth over the algorithm's so that alone they take its time, with its latency, at
  *     both fidelities (sim/README.md says what that misses).
  *   NVLS: each member streams its buffer to the NVLink Switch (a relay actor on the node's
@@ -441,6 +445,8 @@ typedef struct nvls_inst {
   int chunks;    /* step: chunks of the pipeline */
   int depth;     /* stages a chunk crosses: 2 (GPU, switch, GPU), 4 through the domain */
   int step;
+  int tree;      /* NVLSTree's NVLS part: the relays also wait for every member's word that its
+                    tree between domains is done (fast form only) */
 } nvls_inst;
 
 /* A relay: the node's NVLink switch (or the domain's) reducing one NVLS collective at a time.
@@ -455,8 +461,9 @@ typedef struct relay {
   int *who;      /* member indices (node relay) or node relay hosts (domain relay) */
   int dom;       /* node relay: the domain relay's host, -1 without one */
   int is_dom;    /* 1: the domain relay */
-  sg_mailbox_t up, down, done; /* node relay: du, dd, dz of its host */
-  sg_mailbox_t *dup, *ddown, *ddone; /* domain relay: [j] du, dd, dz of node relay who[j] */
+  sg_mailbox_t up, down, done, tup; /* node relay: du, dd, dz, dt of its host */
+  sg_mailbox_t *dup, *ddown, *ddone, *dtree; /* domain relay: [j] du, dd, dz, dt of node relay
+                                                who[j] */
   nvls_inst in;
   sg_sem_t work;
   int busy, quit;
@@ -465,7 +472,7 @@ typedef struct relay {
 
 /* A group's NVLS state in the run: its members' mailboxes, its relays' pools. */
 typedef struct sim__nvls {
-  sg_mailbox_t *nu, *nd, *nz; /* [member] */
+  sg_mailbox_t *nu, *nd, *nz, *nt; /* [member]; nt: NVLSTree's words that a tree is done */
   relay **node;               /* [member]: the pool of the node whose first member it is */
   relay *dom;                 /* the domain relays' pool */
 } sim__nvls;
@@ -486,8 +493,9 @@ static sim__nvls *nvls_of(sim__group *g) {
     v->nu = calloc((size_t)g->n, sizeof *v->nu);
     v->nd = calloc((size_t)g->n, sizeof *v->nd);
     v->nz = calloc((size_t)g->n, sizeof *v->nz);
+    v->nt = calloc((size_t)g->n, sizeof *v->nt);
     v->node = calloc((size_t)g->n, sizeof *v->node);
-    if (!v->nu || !v->nd || !v->nz || !v->node) abort();
+    if (!v->nu || !v->nd || !v->nz || !v->nt || !v->node) abort();
     g->nvls = v;
   }
   return g->nvls;
@@ -497,7 +505,7 @@ static void relay_free(relay *R) {
   while (R) {
     relay *nx = R->next;
     sg_sem_destroy(R->work);
-    free(R->who), free(R->dup), free(R->ddown), free(R->ddone), free(R);
+    free(R->who), free(R->dup), free(R->ddown), free(R->ddone), free(R->dtree), free(R);
     R = nx;
   }
 }
@@ -525,7 +533,7 @@ void sim__nvls_done(sim__world *w) {
   for (int i = 0; i < w->ngroups; i++) {
     sim__nvls *v = w->groups[i].nvls;
     if (!v) continue;
-    free(v->nu), free(v->nd), free(v->nz), free(v->node), free(v);
+    free(v->nu), free(v->nd), free(v->nz), free(v->nt), free(v->node), free(v);
     w->groups[i].nvls = NULL;
   }
 }
@@ -615,7 +623,18 @@ static void node_relay_run(relay *R, sg_comm_t *c) {
       c[k++] = sim__put(w, R->host, R->dom, R->up, in->upl);
       c[k++] = sg_mailbox_get_async(R->down, &data);
     }
-    sim__wait_all(c, nin);
+    if (in->tree) {
+      /* the members' inputs, then their words that their trees are done (and this node's word
+       * up to the domain relay), then the domain relay's word */
+      sim__wait_all(c, (size_t)n);
+      for (int j = 0; j < n; j++)
+        c[k + j] = sg_mailbox_get_async(nv_box(v->nt, "nt", R->gi, R->who[j]), &data);
+      sim__wait_all(c + k, (size_t)n);
+      if (two) sg_comm_wait(sim__put(w, R->host, R->dom, R->tup, 1));
+      sim__wait_all(c + n, nin - n);
+    } else {
+      sim__wait_all(c, nin);
+    }
     for (int j = 0; j < n; j++)
       c[k++] = sim__put(w, R->host, g->gpus[R->who[j]], nv_box(v->nz, "nz", R->gi, R->who[j]), 1);
     sim__wait_all(c + nin, k - nin);
@@ -642,6 +661,10 @@ static void dom_relay_run(relay *R, sg_comm_t *c) {
     for (int j = 0; j < n; j++) c[k++] = sg_mailbox_get_async(R->dup[j], &data);
     for (int j = 0; j < n; j++) c[k++] = sim__put(w, R->host, R->who[j], R->ddown[j], in->upl);
     sim__wait_all(c, (size_t)n);
+    if (in->tree) { /* every node relay's word that its members' trees are done */
+      for (int j = 0; j < n; j++) c[k + j] = sg_mailbox_get_async(R->dtree[j], &data);
+      sim__wait_all(c + k, (size_t)n);
+    }
     for (int j = 0; j < n; j++) c[k++] = sim__put(w, R->host, R->who[j], R->ddone[j], 1);
     sim__wait_all(c + n, k - n);
   }
@@ -650,7 +673,7 @@ static void dom_relay_run(relay *R, sg_comm_t *c) {
 static void relay_main(int argc, char **argv) {
   (void)argc, (void)argv;
   relay *R = sg_actor_self_get_data();
-  sg_comm_t *c = malloc((size_t)(3 * R->n + 4) * sizeof *c);
+  sg_comm_t *c = malloc((size_t)(4 * R->n + 4) * sizeof *c);
   if (!c) abort();
   for (;;) {
     sg_sem_acquire(R->work);
@@ -702,6 +725,7 @@ static relay *mk_node(sim__world *w, int gi, int host) {
     R->up = sim__mbox("du%d.%d", gi, host);
     R->down = sim__mbox("dd%d.%d", gi, host);
     R->done = sim__mbox("dz%d.%d", gi, host);
+    R->tup = sim__mbox("dt%d.%d", gi, host);
   }
   return R;
 }
@@ -720,11 +744,13 @@ static relay *mk_dom(sim__world *w, int gi, int host) {
   R->dup = malloc((size_t)R->n * sizeof *R->dup);
   R->ddown = malloc((size_t)R->n * sizeof *R->ddown);
   R->ddone = malloc((size_t)R->n * sizeof *R->ddone);
-  if (!R->dup || !R->ddown || !R->ddone) abort();
+  R->dtree = malloc((size_t)R->n * sizeof *R->dtree);
+  if (!R->dup || !R->ddown || !R->ddone || !R->dtree) abort();
   for (int j = 0; j < R->n; j++) {
     R->dup[j] = sim__mbox("du%d.%d", gi, R->who[j]);
     R->ddown[j] = sim__mbox("dd%d.%d", gi, R->who[j]);
     R->ddone[j] = sim__mbox("dz%d.%d", gi, R->who[j]);
+    R->dtree[j] = sim__mbox("dt%d.%d", gi, R->who[j]);
   }
   return R;
 }
@@ -788,6 +814,90 @@ static void coll_nvls(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
     sim__wait_all(cm, 3);
   }
   sim__sleep(in.lat);
+}
+
+/* ---- NVLSTree ------------------------------------------------------------------------------- */
+
+/* One member's part of one NVLSTree instance (its NVLS part `in`, a tree of a `tree_bytes`
+ * buffer between domains): its stream up to its node's switch relay and the result's down,
+ * posted first; while they run, its tree with the members at its position in the other
+ * domains; then its word to the relay that the tree is done, and the relay's word that every
+ * input and every tree of the domain is. */
+static void nvlstree_part(sim__world *w, const sim__group *g, int member, const nvls_inst *in,
+                          double tree_bytes) {
+  const int *nt = g->nt + 4 * member;
+  int ds = nt[0], md = nt[1], me = g->gpus[member], sw = sim__nvs_of(&w->topo, me, 0);
+  relays_for(w, ds, md, in);
+  sim__nvls *v = nvls_of(&w->groups[ds]);
+  sg_comm_t cm[3];
+  void *data;
+  cm[0] = sim__put(w, me, sw, nv_box(v->nu, "nu", ds, md), in->port);
+  cm[1] = sg_mailbox_get_async(nv_box(v->nd, "nd", ds, md), &data);
+  cm[2] = sg_mailbox_get_async(nv_box(v->nz, "nz", ds, md), &data);
+  sim__tree_flows(w, nt[2], nt[3], tree_bytes);
+  sg_comm_wait(sim__put(w, me, sw, nv_box(v->nt, "nt", ds, md), 1));
+  sim__wait_all(cm, 3);
+}
+
+/* NVLSTree all-reduce (NCCL's: NVLS inside each NVLink domain, pipelined with a tree between
+ * the domains in which each member carries its 1/p share over its own NIC): each piece carries
+ * the volume that alone takes the cost model's time for it (cm_nvlstree_pieces: the NVLS part
+ * on the switch relays of the member's domain, the part between domains, the tree or NCCL's
+ * per-head cap, on the tree of the members at its position). fast: both pieces at once, then
+ * the latency; step: the buffer in chunks of SIM__NVLSTREE_CHUNK per member's stream (at most
+ * SIM__NVLSTREE_MAXCHUNKS), one after another, each chunk's pieces at once and ending on the
+ * relay's word, then the latency. Without sub-groups (domains holding unequal numbers of
+ * members), ring flows with its volume. */
+/* What member's part of an NVLSTree all-reduce of group gi moves: its NVLS instance *in, its
+ * tree's buffer and the latency; PP_INPUT where it cannot run as NVLSTree. The NVLS streams
+ * are scaled from the cost model's NVLS on the domain's members (what nvls_inst_get moves) to
+ * NVLSTree's NVLS piece; the tree's buffer from the cost model's tree of one share on the
+ * members at this position to NVLSTree's piece between domains. */
+static int nvlstree_setup(const sim__world *w, int gi, int member, cm_coll c, double bytes,
+                          nvls_inst *in, double *tree_bytes, double *lat) {
+  const sim__group *g = &w->groups[gi];
+  cm_coll_parts pin, pout, pn, pc;
+  if (c != CM_ALL_REDUCE || !g->nt || cm_nvlstree_pieces(w->cm, bytes, &g->pl, &pin, &pout))
+    return PP_INPUT;
+  const sim__group *gd = &w->groups[g->nt[4 * member]], *gc = &w->groups[g->nt[4 * member + 2]];
+  cm_place pl = nvls_place(gd);
+  double share = bytes / gd->n;
+  if (!gd->relay_node || nvls_inst_get(w, gd, CM_ALL_REDUCE, bytes, in) ||
+      cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_NVLS, bytes, &pl, &pn) ||
+      cm_coll_split(w->cm, CM_ALL_REDUCE, CM_ALGO_TREE, share, &gc->pl, &pc) ||
+      pn.bw_Bps <= 0 || pc.bw_Bps <= 0 || pc.vol_bytes <= 0 || pin.bw_Bps <= 0 ||
+      pout.bw_Bps <= 0 || sim__tree_parents(w, gc, NULL) <= 0)
+    return PP_INPUT;
+  double f = (pin.vol_bytes / pin.bw_Bps / pin.ramp) / (pn.vol_bytes / pn.bw_Bps / pn.ramp);
+  in->port *= f, in->upl *= f;
+  in->step = 0, in->tree = 1;
+  *tree_bytes = share * (pout.vol_bytes / pout.bw_Bps / pout.ramp) / (pc.vol_bytes / pc.bw_Bps);
+  *lat = pin.lat_s;
+  return PP_OK;
+}
+
+static void coll_nvlstree(sim__world *w, int gi, int member, cm_coll c, cm_algo a,
+                          double bytes) {
+  nvls_inst in;
+  double tree_bytes, lat;
+  if (nvlstree_setup(w, gi, member, c, bytes, &in, &tree_bytes, &lat)) {
+    coll_ring(w, gi, member, c, a, bytes);
+    return;
+  }
+  int K = 1;
+  if (w->fidelity == SIM_STEP) {
+    double k = ceil(in.port / SIM__NVLSTREE_CHUNK);
+    K = k < 1 ? 1 : k > SIM__NVLSTREE_MAXCHUNKS ? SIM__NVLSTREE_MAXCHUNKS : (int)k;
+    in.port /= K, in.upl /= K;
+  }
+  for (int i = 0; i < K; i++) nvlstree_part(w, &w->groups[gi], member, &in, tree_bytes / K);
+  sim__sleep(lat);
+}
+
+int sim__nvlstree_ok(const sim__world *w, int gi, cm_coll c, double bytes) {
+  nvls_inst in;
+  double tree_bytes, lat;
+  return w->groups[gi].n > 1 && !nvlstree_setup(w, gi, 0, c, bytes, &in, &tree_bytes, &lat);
 }
 
 /* ---- hierarchical ------------------------------------------------------------------------- */
@@ -916,15 +1026,15 @@ static void coll_tree(sim__world *w, int gi, int member, cm_coll c, cm_algo a, d
 
 typedef void (*coll_form)(sim__world *, int, int, cm_coll, cm_algo, double);
 
-/* Each algorithm's forms: [SIM_FAST], [SIM_STEP]. The ring's, the tree's and PAT's two forms
- * differ inside ring_run, sim__tree_exec and coll_pat; an algorithm without an entry here
- * (NVLSTree) runs as ring flows with its own volume, bandwidth and latency (ring_run). */
+/* Each algorithm's forms: [SIM_FAST], [SIM_STEP]; the two forms differ inside ring_run,
+ * sim__tree_exec, coll_nvls, coll_nvlstree and coll_pat. */
 static const coll_form forms[CM_NALGOS][2] = {
     [CM_ALGO_RING] = {coll_ring, coll_ring},
     [CM_ALGO_TREE] = {coll_tree, coll_tree},
     [CM_ALGO_NVLS] = {coll_nvls, coll_nvls},
     [CM_ALGO_HIER] = {coll_hier, coll_hier},
     [CM_ALGO_PAT] = {coll_pat, coll_pat},
+    [CM_ALGO_NVLSTREE] = {coll_nvlstree, coll_nvlstree},
 };
 static const coll_form a2a_forms[2] = {a2a_fast, a2a_step};
 

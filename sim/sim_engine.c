@@ -734,7 +734,9 @@ int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f,
       rc = rc ? rc : err->code;
       break;
     }
-    if (jobs[j].algo == CM_ALGO_NVLS && jobs[j].n > 1 && jobs[j].bytes > 0 &&
+    if (jobs[j].algo == CM_ALGO_NVLSTREE && jobs[j].coll == CM_ALL_REDUCE)
+      rc = sim__nvlstree_prepare(&w, gi, err);
+    if (!rc && jobs[j].algo == CM_ALGO_NVLS && jobs[j].n > 1 && jobs[j].bytes > 0 &&
         !sim__nvls_ok(&w, gi, jobs[j].coll, jobs[j].bytes))
       rc = pp_err_set(err, PP_INPUT, "sim: job %d: NVLS cannot run %s there (it runs inside one "
                       "NVLink domain whose switches reduce)", j, cm_coll_name(jobs[j].coll));

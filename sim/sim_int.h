@@ -85,6 +85,9 @@ typedef struct sim__group {
   struct sim__priv *run; /* in the run: its state (sim_coll.c) */
   struct sim__nvls *nvls; /* in the run: its NVLS mailboxes and relays (sim_coll.c) */
   struct sim__tree *tree; /* in the run: its trees, mailboxes and flow factor (sim_tree.c) */
+  int *nt; /* NVLSTree (sim__nvlstree_prepare): [4 m] member m's domain sub-group, its index
+              there, its cross-domain sub-group (position m's in every domain), its index
+              there; NULL: the group's NVLSTree all-reduces run as ring flows */
 } sim__group;
 
 typedef enum {
@@ -159,6 +162,12 @@ typedef struct sim__world {
 } sim__world;
 
 int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err);
+/* The group with exactly these members in this order, added when the world has none. */
+int sim__group_find(sim__world *w, const int *gpus, int n, pp_err *err);
+/* Makes group gi's NVLSTree sub-groups (sim__group.nt): the members of each NVLink domain (in
+ * GPU order) and the members at each position of every domain; none (nt stays NULL) when its
+ * domains hold unequal numbers of members, fewer than two, or there is one domain or a torus. */
+int sim__nvlstree_prepare(sim__world *w, int gi, pp_err *err);
 /* by[0..n) = the member indices ordered by GPU id (nodes and domains are ranges of ids). */
 void sim__by_gpu(const int *gpus, int n, int *by);
 int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err);
@@ -216,6 +225,9 @@ int sim__tree_parents(const sim__world *w, const sim__group *g, int *parent);
 int sim__tree_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 /* One member's part of a tree all-reduce (inside its actor); 0 when it cannot run as a tree. */
 int sim__tree_exec(sim__world *w, int gi, int member, double bytes);
+/* The fast form's flows and words of a tree all-reduce of a `bytes` buffer (no ramp applied, no
+ * latency) on a group that can run a tree (NVLSTree's part between domains). */
+void sim__tree_flows(sim__world *w, int gi, int member, double bytes);
 /* After the run: frees the groups' tree state. */
 void sim__tree_done(sim__world *w);
 /* PAT (sim_coll.c): NCCL's all-gather / reduce-scatter with one rank per NVLink domain as a
@@ -227,7 +239,15 @@ int sim__pat_steps(int n, int *dist, int *count);
  * cost model can price as PAT there: one member per NVLink domain, not a torus); else
  * sim__coll_exec runs a ring. */
 int sim__pat_ok(const sim__world *w, int gi, cm_coll c, double bytes);
+/* 1 when collective c of `bytes` on group gi runs as NVLSTree (an all-reduce the cost model
+ * prices as NVLSTree there, whose sub-groups sim__nvlstree_prepare made); else
+ * sim__coll_exec runs ring flows with its volume. */
+int sim__nvlstree_ok(const sim__world *w, int gi, cm_coll c, double bytes);
 #define SIM__PAT_MAXSTEPS 24 /* 2^24 members */
+/* NVLSTree's step form (sim_coll.c): a member's stream to its switch in chunks of this many
+ * bytes, at most this many. */
+#define SIM__NVLSTREE_CHUNK (4.0 * 1024 * 1024)
+#define SIM__NVLSTREE_MAXCHUNKS 16
 #define SIM__PAT_CHUNK (512.0 * 1024)
 #define SIM__PAT_MAXCHUNKS 64
 /* Chunking of the step forms (sim_coll.c): an NVLS pipeline's chunk on a member's NVLink

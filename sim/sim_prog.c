@@ -142,6 +142,53 @@ int sim__group_add(sim__world *w, const int *gpus, int n, pp_err *err) {
   return group_pred(g, err) ? -1 : w->ngroups++;
 }
 
+int sim__group_find(sim__world *w, const int *gpus, int n, pp_err *err) {
+  for (int i = w->ngroups - 1; i >= 0; i--) {
+    const sim__group *g = &w->groups[i];
+    if (g->n == n && memcmp(g->gpus, gpus, (size_t)n * sizeof *gpus) == 0) return i;
+  }
+  return sim__group_add(w, gpus, n, err);
+}
+
+int sim__nvlstree_prepare(sim__world *w, int gi, pp_err *err) {
+  const sim__topo *t = &w->topo;
+  if (w->groups[gi].nt || t->torus) return PP_OK;
+  int n = w->groups[gi].n, unit = t->dom > 1 ? t->dom : t->gpn, D = 0, p = 0, ok = 1;
+  int *gpus = malloc((size_t)n * sizeof *gpus), *by = malloc((size_t)n * sizeof *by);
+  int *sub = malloc((size_t)n * sizeof *sub), *nt = malloc(4 * (size_t)n * sizeof *nt);
+  if (!gpus || !by || !sub || !nt) {
+    free(gpus), free(by), free(sub), free(nt);
+    return pp_err_set(err, PP_NOMEM, "sim: out of memory");
+  }
+  memcpy(gpus, w->groups[gi].gpus, (size_t)n * sizeof *gpus); /* adding groups moves them */
+  sim__by_gpu(gpus, n, by);
+  /* domains are runs of `by`: every one must hold p >= 2 members, and there must be two */
+  for (int i = 0; i < n && ok;) {
+    int j = i;
+    while (j < n && gpus[by[j]] / unit == gpus[by[i]] / unit) j++;
+    if (D++ == 0) p = j - i;
+    ok = j - i == p;
+    i = j;
+  }
+  ok = ok && D > 1 && p > 1;
+  for (int d = 0; d < D && ok > 0; d++) { /* domain d: its members in GPU order */
+    for (int j = 0; j < p; j++) sub[j] = gpus[by[d * p + j]];
+    int id = sim__group_find(w, sub, p, err);
+    if (id < 0) ok = -1;
+    for (int j = 0; j < p && ok > 0; j++) nt[4 * by[d * p + j]] = id, nt[4 * by[d * p + j] + 1] = j;
+  }
+  for (int j = 0; j < p && ok > 0; j++) { /* position j of every domain */
+    for (int d = 0; d < D; d++) sub[d] = gpus[by[d * p + j]];
+    int id = sim__group_find(w, sub, D, err);
+    if (id < 0) ok = -1;
+    for (int d = 0; d < D && ok > 0; d++) nt[4 * by[d * p + j] + 2] = id, nt[4 * by[d * p + j] + 3] = d;
+  }
+  free(gpus), free(by), free(sub);
+  if (ok > 0) w->groups[gi].nt = nt;
+  else free(nt);
+  return ok < 0 ? err->code : PP_OK;
+}
+
 int sim__op_push(sim__prog *p, const sim__op *op, pp_err *err) {
   if (p->n == p->cap) {
     int cap = p->cap ? 2 * p->cap : 64;
@@ -158,6 +205,7 @@ void sim__world_free(sim__world *w) {
   for (int i = 0; i < w->ngroups; i++) {
     free(w->groups[i].box);
     free(w->groups[i].spb);
+    free(w->groups[i].nt);
     free(w->groups[i].pred);
     free(w->groups[i].succ);
     free(w->groups[i].gpus);
@@ -228,6 +276,13 @@ static int group_uses(const sim__world *w, unsigned *use, sim__pairs *p2p) {
       switch (o->kind) {
       case SIM__OP_BATCH: use[o->group] |= USE_RING; break;
       case SIM__OP_COLL:
+        if (o->algo == CM_ALGO_NVLSTREE && sim__nvlstree_ok(w, o->group, o->coll, o->bytes)) {
+          /* NVLS inside each domain, a tree across them at each position (sim_coll.c) */
+          const sim__group *pg = &w->groups[o->group];
+          for (int m = 0; m < pg->n; m++)
+            use[pg->nt[4 * m]] |= USE_NVLS, use[pg->nt[4 * m + 2]] |= USE_TREE;
+          break;
+        }
         use[o->group] |= o->coll == CM_ALL_TO_ALL    ? USE_A2A
                          : o->algo == CM_ALGO_NVLS   ? USE_NVLS
                          : o->algo == CM_ALGO_HIER   ? USE_A2A /* sub-rings: any pair */
@@ -398,12 +453,7 @@ static int member_of(const sim__group *g, int gpu) {
 
 /* The group with exactly these members (in this order), created when new. */
 static int find_group(lower *L, const int *gpus, int n) {
-  sim__world *w = L->w;
-  for (int i = w->ngroups - 1; i >= 0; i--) {
-    const sim__group *g = &w->groups[i];
-    if (g->n == n && memcmp(g->gpus, gpus, (size_t)n * sizeof *gpus) == 0) return i;
-  }
-  int id = sim__group_add(w, gpus, n, L->err);
+  int id = sim__group_find(L->w, gpus, n, L->err);
   if (id < 0) L->rc = L->err->code;
   return id;
 }
@@ -418,6 +468,13 @@ static int emit_coll(lower *L, int gpu, int group, cm_coll c, double bytes, sim_
   if (g->n <= 1 || bytes <= 0) return 0;
   cm_algo a = CM_ALGO_RING;
   cm_coll_best(w->cm, c, bytes, &g->pl, &a);
+  if (a == CM_ALGO_NVLSTREE && c == CM_ALL_REDUCE) {
+    if (sim__nvlstree_prepare(w, group, L->err)) {
+      L->rc = L->err->code;
+      return 0;
+    }
+    g = &w->groups[group]; /* the sub-groups may have moved the groups */
+  }
   if (a != CM_ALGO_HIER) {
     int nvls = c != CM_ALL_TO_ALL && a == CM_ALGO_NVLS && g->relay_node;
     int member = member_of(g, gpu);
@@ -545,7 +602,7 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
   if (!w->per_layer && !B->cut && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
       !(a == CM_ALGO_NVLS && g->relay_node) &&
       !(a == CM_ALGO_TREE && sim__tree_ok(w, gid, c, bytes)) &&
-      !(a == CM_ALGO_PAT && sim__pat_ok(w, gid, c, bytes))) {
+      !(a == CM_ALGO_PAT && sim__pat_ok(w, gid, c, bytes)) && a != CM_ALGO_NVLSTREE) {
     /* the fast form of sim__coll_exec: its ring flows' bytes, then the latency */
     double lat;
     B->t->agg_flow[k] += sim__ring_form(w->cm, c, &a, bytes, &g->pl, &lat);

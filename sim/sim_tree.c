@@ -528,3 +528,8 @@ int sim__tree_exec(sim__world *w, int gi, int member, double bytes) {
   else tree_fast(w, g, T, member, share, p.lat_s);
   return 1;
 }
+
+void sim__tree_flows(sim__world *w, int gi, int member, double bytes) {
+  sim__tree *T = tree_of(w, gi);
+  if (T) tree_fast(w, &w->groups[gi], T, member, bytes / T->nch, 0);
+}

@@ -2,7 +2,8 @@
  * algorithm against its step form (different code: one flow per successor against every ring
  * step; NVLS streams against a chunk pipeline; a tree's edge flows against its chunk pipeline
  * in rounds; node-aggregated all-to-all against every pair in chunks; PAT's steps at once
- * against its steps in turn, in chunks), each alone on the cost
+ * against its steps in turn, in chunks; NVLSTree's two pieces over the whole buffer against
+ * chunk by chunk), each alone on the cost
  * model's time where the cost model prices it, and hand-computed max-min answers where groups
  * share links: NVLS on the h100-nvl256 pod alone and as 8 groups through the 2:1 NVLink Switch
  * taper, a tree all-reduce over 8 nodes under 4 oversubscribed leaves alone and as 8 trees at
@@ -99,11 +100,15 @@ typedef struct set {
  *   PAT all-gather and reduce-scatter on {0, 8, ..., 56} (one GPU per node: PAT's exchange on
  *   the DGX fabrics, where the cost model prices it; inside one NVLink domain (h100-nvl256,
  *   gb200) and on the torus it falls back to a ring);
+ *   NVLSTree all-reduce on all 64 (dgx-h100, dgx-b200: NVLS in each of the 8 nodes beside 8
+ *   trees over the nodes, one per position; elsewhere ring flows with its volume: no NVLS on
+ *   dgx-a100 and the torus, one domain on h100-nvl256) and on gb200 on all 144 (two NVL72
+ *   racks: NVLS in each rack through the tray relays and the rack's, 72 trees of 2);
  *   where the switches reduce (dgx-h100, dgx-b200, h100-nvl256, gb200): NVLS all-reduce on
  *   GPUs 0-7 alone, and (h100-nvl256, gb200: one NVLink domain) on the 8 groups
  *   {t, t+8, ..., t+56} at once, through the node relays and the domain relay.
  * Where one job runs alone on an algorithm the cost model prices (ring, broadcast, tree, NVLS,
- * PAT, and all-to-all where the NVLink domain is the node: its cm_coll_time), both forms must take
+ * NVLSTree, PAT, and all-to-all where the NVLink domain is the node: its cm_coll_time), both forms must take
  * that time within 1%. Not the all-to-all on the torus (the cost model counts average hops)
  * nor in multi-node NVLink domains, where the cost model puts only the node's own parts on a
  * GPU's NVLink port, though its parts for the domain's other nodes cross it too (gb200, GPUs
@@ -151,6 +156,12 @@ static void fast_vs_step(void) {
                        {{CM_ALL_GATHER, CM_ALGO_PAT, S, 8, dp[0]}}, node_domain};
     sets[ns++] = (set){"PAT reduce-scatter on {0, 8, ..., 56}", 1,
                        {{CM_REDUCE_SCATTER, CM_ALGO_PAT, S, 8, dp[0]}}, node_domain};
+    if (gpus == 144)
+      sets[ns++] = (set){"NVLSTree all-reduce on 0-143 (two NVL72 racks)", 1,
+                         {{CM_ALL_REDUCE, CM_ALGO_NVLSTREE, S, 144, all144}}, 1};
+    else
+      sets[ns++] = (set){"NVLSTree all-reduce on 0-63", 1,
+                         {{CM_ALL_REDUCE, CM_ALGO_NVLSTREE, S, 64, all}}, nvls && !one_domain};
     if (nvls)
       sets[ns++] = (set){"NVLS all-reduce on 0-7", 1, {{CM_ALL_REDUCE, CM_ALGO_NVLS, S, 8, in8}}, 1};
     if (nvls && one_domain) {

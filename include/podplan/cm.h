@@ -387,6 +387,12 @@ typedef struct cm_coll_parts {
 } cm_coll_parts;
 int cm_coll_split(const cm_model *cm, cm_coll c, cm_algo a, double bytes, const cm_place *pl,
                   cm_coll_parts *out);
+/* An NVLSTree all-reduce's two pieces, which NCCL pipelines (its time is the latency plus the
+ * slower piece over the ramp): *in the NVLS part inside each NVLink domain, *out the part
+ * between domains (the tree over the domains' NICs or NCCL's per-head cap, whichever is
+ * slower); each with the algorithm's latency and ramp. PP_INPUT where NVLSTree cannot run. */
+int cm_nvlstree_pieces(const cm_model *cm, double bytes, const cm_place *pl, cm_coll_parts *in,
+                       cm_coll_parts *out);
 
 /* Time of one collective of `bytes` on a placed group with a given algorithm (a negative
  * time when the algorithm cannot run there, e.g. NVLS outside one NVLink domain), and the
