@@ -19,7 +19,7 @@
  * runs), so that a store written by another simulator is not read back as this one's. Raise it
  * with every change that moves a simulated time (the simulator runs too long to fingerprint
  * as the cost model is: cm_fingerprint). */
-#define SIM_REVISION 3 /* 2: trees along NCCL's tree, flows per pair of members; 3: PAT, NVLSTree */
+#define SIM_REVISION 4 /* 2: trees along NCCL's tree, flows per pair of members; 3: PAT; 4: NVLSTree */
 
 /* How collectives are simulated. */
 typedef enum {
