@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#ifdef PODPLAN_GSL
 #include "podplan/be.h"
+#ifdef PODPLAN_GSL
 #include "podplan/cal.h"
 #endif
 

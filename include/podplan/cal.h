@@ -6,8 +6,8 @@
  * before and after on the fitted and on held-out measurements; and a calibration's JSON (the
  * fitted values, read back by `--calibration`). Depends on costmodel/ (the prediction of each
  * measurement, the parameter table cm_params_get/set/bounds), GSL (linked only here) and
- * Jansson; it reads store.h's measurement rows but never opens the store: cli/ reads the
- * measurements and stores the calibration. */
+ * Jansson; it reads store.h's measurement rows but never opens the store: study/ (the
+ * calibration jobs, study_calib.c) reads the measurements and stores the calibration. */
 #ifndef PODPLAN_CAL_H
 #define PODPLAN_CAL_H
 

@@ -1,9 +1,10 @@
 /* podplan studies (study/, library podplan_study): the funnel every search goes through (a
  * search run stored, resumable, its best simulated), the validation of the cost model against
  * published training runs, the pillar study (two-level against global search, fabric by
- * fabric), capacity planning, the report of a store, and their plots (gnuplot). Owns the study
- * code and the built-in copies of the published data and the pillar grid (benchmarks/data
- * keeps the files). Depends on spec.h, cm.h, search.h, sim.h and store.h. */
+ * fabric), capacity planning, the calibration jobs of `podplan calibrate`, the report of a
+ * store, and their plots (gnuplot). Owns the study code and the built-in copies of the
+ * published data and the pillar grid (benchmarks/data keeps the files). Depends on spec.h,
+ * cm.h, search.h, sim.h, store.h and, for the calibration jobs, cal.h and be.h. */
 #ifndef PODPLAN_STUDY_H
 #define PODPLAN_STUDY_H
 
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "podplan/cal.h"
 #include "podplan/cm.h"
 #include "podplan/err.h"
 #include "podplan/search.h"
@@ -103,6 +105,104 @@ typedef struct study_run {
 /* Reads path (NULL: the built-in copy); *skipped gets the rows not usable. */
 int study_runs_load(const char *path, study_run **out, int *n, int *skipped, pp_err *err);
 void study_runs_free(study_run *r, int n);
+
+/* ---- calibration jobs (study_calib.c; built with calibrate/, PODPLAN_GSL) ------------------
+ * What `podplan calibrate` runs, each ending in stored calibrations (store_save_calibration:
+ * one transaction each) and, with plots, their gnuplot plots (cal_plots). */
+typedef struct study_cal_opts {
+  const char *db;     /* the store: measurements read, calibrations written */
+  const char *kind;   /* only stored measurements of kind coll or gemm, or only runs' iterations
+                         (iter); NULL: all */
+  const char *fit;    /* "a,b,c": only these parameters (cm_params names); NULL: the candidates */
+  double holdout;     /* fraction of the measurements kept out of the fit (0 .. 0.9) */
+  int holdout_plans;  /* a third of the runs kept out, every measurement of them */
+  unsigned seed;      /* which ones */
+  int robust;         /* Cauchy weights */
+  const char *plots;  /* draw the calibration's plots here (the folder made); NULL: none */
+  /* study_cal_from_search: search run `search`, its `top` fastest plans (or `top` spread over
+   * its ranking), each run as `launch` + this program's `run` on `device` (NULL: cpu for a
+   * cluster of CPU ranks, else cuda) with `iters` timed iterations, `layers` (0: all) and
+   * `shrink` (<= 1: none) */
+  long long search;
+  int top, spread, iters, layers, shrink;
+  const char *launch, *device;
+  /* study_cal_published: the runs' CSV (NULL: the built-in copy) and the folds */
+  const char *runs;
+  int folds;
+} study_cal_opts;
+
+#define STUDY_CAL_WHY 12          /* reasons a measurement is left out, counted apart */
+#define STUDY_CAL_TOP_MAX 256     /* plans one --from-search runs */
+#define STUDY_CAL_RANKED_MAX 4096 /* plans of a search's ranking `spread` picks from */
+
+/* A backend run's specs as run, the settings the backend runs them with, the plan's text
+ * ("-": non-uniform, no string form). */
+typedef struct study_cal_run {
+  spec_model m;
+  spec_cluster c;
+  spec_plan p;
+  cm_params prm;
+  char plan_text[SPEC_PLAN_STR_MAX];
+} study_cal_run;
+
+/* One fit of stored measurements and backend runs of a cluster, and its report. */
+typedef struct study_cal_job {
+  spec_cluster cluster;    /* as fitted (sized to the largest group measured without gpus) */
+  const char *device;      /* from a search: the device its plans ran on */
+  char **launched;         /* from a search: the keys of the runs made (NULL-terminated) */
+  store_meas_list rows;    /* what the store holds of the cluster */
+  store_backend_run *runs;
+  size_t nruns;
+  study_cal_run *specs;    /* [nruns] */
+  cal_obs *obs;            /* [n] the observations fitted or held out */
+  const char **key;        /* [n] the run key of an observation of a run (NULL: none) */
+  int *run_of;             /* [n] the run of an iteration observation, else -1 */
+  size_t n;
+  const char *why[STUDY_CAL_WHY]; /* measurements left out, by reason */
+  int why_n[STUDY_CAL_WHY], nwhy;
+  int max_ranks;           /* the largest group measured */
+  size_t merged;           /* a run's ops merged into one per shape and run */
+  size_t folded;           /* backward attentions whose score product was folded in */
+  int nheld_out;           /* holdout_plans: runs held out */
+  cal_result r;
+  cal_group_error g[CAL_NKINDS + 1]; /* per kind of observation, and "all" */
+  int ng, nplans, nheld_plans;       /* runs' iterations, of them held out */
+  double tau_before, tau_after, held_tau_before, held_tau_after; /* NAN: fewer than 3 runs */
+  char *summary_json;      /* the stored summary: cal_summary_json, by_kind, plans */
+  int64_t id;              /* the calibration stored */
+} study_cal_job;
+
+/* Fits the measurements and backend runs stored for cluster (a preset, JSON or file, sized by
+ * gpus when > 0, else by the largest group measured) and stores the calibration. PP_INPUT when
+ * none can be used; the fit's errors (cal_fit). *j is the caller's to free either way. */
+int study_cal_stored(const study_cal_opts *o, const char *cluster, int gpus, study_cal_job *j,
+                     pp_err *err);
+/* The funnel's last step: runs the chosen plans of search run o->search one after another on
+ * the backend (their measurements stored by `podplan run`), then fits those runs' measurements
+ * alone and stores the calibration. Progress on a terminal (stderr). PP_DEVICE naming the plan
+ * when a run fails. */
+int study_cal_from_search(const study_cal_opts *o, study_cal_job *j, pp_err *err);
+void study_cal_job_free(study_cal_job *j);
+
+#define STUDY_CAL_SOURCES 34 /* sources (and "all") reported apart */
+
+/* The fit of published runs' iteration times (constants every run shares; rows of set holdout
+ * kept aside), k-fold cross-validated, one calibration stored per cluster of the fitted rows. */
+typedef struct study_cal_runs {
+  study_run *runs;
+  int n, skipped;          /* usable rows, rows not usable */
+  cal_obs *obs;            /* [n] */
+  const char **group;      /* [n] its source */
+  double *cv;              /* [n] predicted by the fit without its fold */
+  cal_result r;
+  cal_group_error g[STUDY_CAL_SOURCES];
+  int ng;
+  json_t *by_source;       /* g as JSON (source, rows, aside, mape_before ... aside_bias_after) */
+  json_t *ranking;         /* Kendall's tau per set of runs of one model with >= 3 rows */
+  json_t *ids;             /* the calibrations stored */
+} study_cal_runs;
+int study_cal_published(const study_cal_opts *o, study_cal_runs *f, pp_err *err);
+void study_cal_runs_free(study_cal_runs *f);
 
 /* ---- the funnel (study_search.c) -----------------------------------------------------------
  * One search method on a (model, cluster) stored as a search run: checkpointed unit by unit
