@@ -26,6 +26,10 @@ int sim_run(cm_model *cm, const spec_plan *plan, const sim_opts *o, sim_result *
   return s->run(cm, plan, o, out, err);
 }
 
+int sim_available(pp_err *err) {
+  return load(err) ? PP_OK : err->code;
+}
+
 int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f, pp_err *err) {
   const sim_module *s = load(err);
   return s ? s->collectives(cm, jobs, njobs, f, err) : err->code;

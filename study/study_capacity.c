@@ -479,11 +479,6 @@ static int search_point(crun *x, cm_model *cm, const spec_cluster *c, int64_t ca
   q.o.gap = x->o->gap;
   study_search_out out;
   int rc = study_search(&q, &out, err);
-  if (rc == PP_NOTIMPL && sim && out.searched) { /* built without the simulator */
-    x->nosim = 1;
-    pp_err_clear(err);
-    rc = PP_OK;
-  }
   if (rc) {
     study_search_out_clear(&out);
     return rc;
@@ -1100,6 +1095,9 @@ int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp
   crun x = {.o = o, .db = o->db ? o->db : STORE_DEFAULT_PATH, .t0 = now_s(),
             .cm_fp = cm_fingerprint()};
   int rc = prepare(&x, err);
+  /* known before the first point: each point's key says whether it is simulated */
+  pp_err se = {0};
+  x.nosim = sim_available(&se) == PP_NOTIMPL;
   /* the output folder before the work: a study that cannot write its answer fails at once */
   if (!rc && o->out_dir) rc = pp_mkdirs(o->out_dir, err);
   if (!rc) rc = store_open(x.db, NULL, &x.st, err);

@@ -108,4 +108,9 @@ typedef struct sim_coll_job {
 /* On cm's cluster with cm's parameters (its model plays no part). */
 int sim_collectives(cm_model *cm, sim_coll_job *jobs, int njobs, sim_fidelity f, pp_err *err);
 
+/* Whether this program can simulate: PP_OK once the module podplan_sim.so is loaded, PP_NOTIMPL
+ * in a build without SimGrid, else the loader's error. Only in podplan_sim_load (programs that
+ * link podplan_sim itself always can). */
+int sim_available(pp_err *err);
+
 #endif
