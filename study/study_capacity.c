@@ -1095,9 +1095,10 @@ int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp
   crun x = {.o = o, .db = o->db ? o->db : STORE_DEFAULT_PATH, .t0 = now_s(),
             .cm_fp = cm_fingerprint()};
   int rc = prepare(&x, err);
-  /* known before the first point: each point's key says whether it is simulated */
+  /* known before the first point, so that every point's key says the same (the module is
+   * loaded only where a point may be simulated) */
   pp_err se = {0};
-  x.nosim = sim_available(&se) == PP_NOTIMPL;
+  x.nosim = !rc && x.sim_max && sim_available(&se) == PP_NOTIMPL;
   /* the output folder before the work: a study that cannot write its answer fails at once */
   if (!rc && o->out_dir) rc = pp_mkdirs(o->out_dir, err);
   if (!rc) rc = store_open(x.db, NULL, &x.st, err);
