@@ -221,7 +221,8 @@ static void exec_range(gpu_actor *ga, int from, int to) {
       flush(ga);
       t0 = simgrid_get_clock();
       sim__coll_exec(w, o->group, o->member, o->coll, o->algo, o->bytes);
-      record(ga, (sim_ev_kind)o->ev, t0, simgrid_get_clock());
+      ga->pending += o->t > 0 ? o->t : 0; /* an aggregate's saved latencies (emit_agg) */
+      record(ga, (sim_ev_kind)o->ev, t0, now(ga));
       break;
     case SIM__OP_BATCH:
       flush(ga);

@@ -116,7 +116,7 @@ typedef struct sim__op {
   cm_coll coll;        /* OP_COLL */
   cm_algo algo;        /* OP_COLL */
   double bytes;        /* per-rank buffer (OP_COLL), flow bytes (OP_BATCH, SEND) */
-  double t;            /* OP_SLEEP seconds; OP_BATCH delay; OP_RECV latency */
+  double t;            /* OP_SLEEP seconds; OP_COLL, OP_BATCH delay after; OP_RECV latency */
   int peer;            /* OP_SEND/RECV: GPU id */
   int a, b;            /* OP_ASYNC, OP_CALL: op range */
   int count;           /* OP_CALL */

@@ -8,8 +8,8 @@
  * (asynchronous) and receives (blocking); then the data-parallel gradient reduction (in a
  * helper from the last backward on when the software overlaps it), the optimizer step and the
  * distributed optimizer's parameter gather. Parts are templates run by OP_CALL; at the fast
- * fidelity the ring-form collectives nothing overlaps are aggregated per chunk and group
- * (sim/README.md, "Programs"). Every GPU runs its own program, so every group's traffic is on
+ * fidelity the ring-form and NVLS collectives nothing overlaps are aggregated per chunk and
+ * group (sim/README.md, "Programs"). Every GPU runs its own program, so every group's traffic is on
  * the links at once. */
 #include <assert.h>
 #include <math.h>
@@ -547,11 +547,18 @@ typedef struct gpu_plan {
 /* A part (a layer, the embedding, the head; forward or backward) of one GPU's microbatch,
  * lowered once into ops [a, b) of its program and run by OP_CALL as often as the schedule
  * needs it. */
+/* The collectives a chunk runs after its compute in aggregated mode, per group kind: the
+ * ring-form ones as their flow bytes per rank and latencies (one OP_BATCH), the NVLS ones of
+ * each collective as their bytes and their times alone (one NVLS collective of the bytes, then
+ * a delay of the latencies that saves). */
+typedef struct chunk_agg {
+  double flow[SPEC_NGRPS], lat[SPEC_NGRPS];
+  double nvls[SPEC_NGRPS][CM_NCOLLS], nvls_alone[SPEC_NGRPS][CM_NCOLLS];
+} chunk_agg;
+
 typedef struct tmpl {
   int a, b;
-  /* ring-form collectives left out of the template in aggregated mode, per group kind: their
-   * flow bytes per rank and latencies, run after the chunk as one OP_BATCH */
-  double agg_flow[SPEC_NGRPS], agg_lat[SPEC_NGRPS];
+  chunk_agg agg; /* what the template leaves out, to run after the chunk */
 } tmpl;
 
 enum { P_LAYER, P_EMBED, P_HEAD, NPARTS }; /* == cm_part */
@@ -598,48 +605,25 @@ static void tb_coll(tb *B, spec_grp k, cm_coll c, double bytes) {
   const sim__group *g = &w->groups[gid];
   if (g->n <= 1 || bytes <= 0) return;
   cm_algo a = CM_ALGO_RING;
-  B->cum += cm_coll_best(w->cm, c, bytes, &g->pl, &a);
-  if (!w->per_layer && !B->cut && c != CM_ALL_TO_ALL && a != CM_ALGO_HIER &&
-      !(a == CM_ALGO_NVLS && g->relay_node) &&
+  double alone = cm_coll_best(w->cm, c, bytes, &g->pl, &a);
+  B->cum += alone;
+  int agg = !w->per_layer && !B->cut && c != CM_ALL_TO_ALL;
+  if (agg && a == CM_ALGO_NVLS && g->relay_node) {
+    B->t->agg.nvls[k][c] += bytes;
+    B->t->agg.nvls_alone[k][c] += alone;
+    return;
+  }
+  if (agg && a != CM_ALGO_HIER && a != CM_ALGO_NVLSTREE &&
       !(a == CM_ALGO_TREE && sim__tree_ok(w, gid, c, bytes)) &&
-      !(a == CM_ALGO_PAT && sim__pat_ok(w, gid, c, bytes)) && a != CM_ALGO_NVLSTREE) {
+      !(a == CM_ALGO_PAT && sim__pat_ok(w, gid, c, bytes))) {
     /* the fast form of sim__coll_exec: its ring flows' bytes, then the latency */
     double lat;
-    B->t->agg_flow[k] += sim__ring_form(w->cm, c, &a, bytes, &g->pl, &lat);
-    B->t->agg_lat[k] += lat;
+    B->t->agg.flow[k] += sim__ring_form(w->cm, c, &a, bytes, &g->pl, &lat);
+    B->t->agg.lat[k] += lat;
     return;
   }
   tb_flush(B);
   emit_coll(B->L, B->gp->g, gid, c, bytes, grp_ev[k]);
-}
-
-/* The collective at ops[i], or in aggregated mode a run of NVLS collectives of one group and
- * kind with nothing between them (the head's three loss all-reduces) as one collective of their
- * bytes plus a delay for the latencies it saves: alone, the same time. Returns the next op. */
-static int tb_colls(tb *B, const cm_lop *ops, int n, int i) {
-  sim__world *w = B->L->w;
-  const cm_lop *o = &ops[i];
-  const sim__group *g = &w->groups[B->gp->grp[o->group]];
-  cm_algo a = CM_ALGO_RING, b = CM_ALGO_RING;
-  int j = i + 1;
-  if (!w->per_layer && !B->cut && g->n > 1 && o->coll != CM_ALL_TO_ALL) {
-    cm_coll_best(w->cm, o->coll, o->bytes, &g->pl, &a);
-    while (a == CM_ALGO_NVLS && g->relay_node && j < n && ops[j].kind == CM_LOP_COLL &&
-           ops[j].group == o->group && ops[j].coll == o->coll &&
-           (cm_coll_best(w->cm, o->coll, ops[j].bytes, &g->pl, &b), b == a))
-      j++;
-  }
-  if (j == i + 1) {
-    tb_coll(B, o->group, o->coll, o->bytes);
-    return j;
-  }
-  double sum = 0, alone = 0;
-  for (int k = i; k < j; k++)
-    sum += ops[k].bytes, alone += cm_coll_time(w->cm, o->coll, a, ops[k].bytes, &g->pl);
-  double saved = alone - cm_coll_time(w->cm, o->coll, a, sum, &g->pl);
-  tb_coll(B, o->group, o->coll, sum);
-  emit_sleep(B->L, B->gp->g, saved, grp_ev[o->group]);
-  return j;
 }
 
 /* A collective in a helper actor beside `beside` seconds of compute. */
@@ -758,8 +742,9 @@ static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t,
       B.last_gemm = 0;
       i++;
     } else {
-      i = tb_colls(&B, ops, n, i);
+      tb_coll(&B, o->group, o->coll, o->bytes);
       B.last_gemm = 0;
+      i++;
     }
   }
   tb_flush(&B);
@@ -770,10 +755,14 @@ static void build_tmpl(lower *L, const gpu_plan *gp, int part, int fwd, tmpl *t,
 
 /* Runs a template `count` times: one OP_CALL, or one longer sleep when it is a single sleep.
  * Adds its aggregated collectives to agg. */
-static void run_tmpl(lower *L, int g, const tmpl *t, int count, double (*agg)[SPEC_NGRPS]) {
+static void run_tmpl(lower *L, int g, const tmpl *t, int count, chunk_agg *agg) {
   sim__prog *pg = &L->w->prog[g];
-  for (int k = 0; k < SPEC_NGRPS; k++)
-    agg[0][k] += count * t->agg_flow[k], agg[1][k] += count * t->agg_lat[k];
+  for (int k = 0; k < SPEC_NGRPS; k++) {
+    agg->flow[k] += count * t->agg.flow[k], agg->lat[k] += count * t->agg.lat[k];
+    for (int c = 0; c < CM_NCOLLS; c++)
+      agg->nvls[k][c] += count * t->agg.nvls[k][c],
+      agg->nvls_alone[k][c] += count * t->agg.nvls_alone[k][c];
+  }
   if (count <= 0 || t->b == t->a) return;
   if (t->b == t->a + 1 && pg->ops[t->a].kind == SIM__OP_SLEEP) {
     sim__op o = pg->ops[t->a];
@@ -860,7 +849,7 @@ static void zero3_wait_issue(lower *L, int g, long x, long lo, long *seen, char 
  * reached its issue point; a module waits for its own gathers only. mid: the parts run before
  * module `at` (the head between the passes). */
 static void zero3_pipelined(lower *L, const gpu_plan *gp, zero3 *z, long lo, long hi,
-                            const tmpl *const *mid, long at, double (*agg)[SPEC_NGRPS]) {
+                            const tmpl *const *mid, long at, chunk_agg *agg) {
   const cm_z3_sched *s = &z->s;
   int g = gp->g;
   sim__prog *pg = &L->w->prog[g];
@@ -903,7 +892,7 @@ static void zero3_pipelined(lower *L, const gpu_plan *gp, zero3 *z, long lo, lon
  * before each), the last and the module's bucket in a helper beside its compute, joined when
  * it ends (the next fetch synchronises the device). */
 static void zero3_synced(lower *L, const gpu_plan *gp, zero3 *z, long lo, long hi,
-                         const tmpl *const *mid, long at, double (*agg)[SPEC_NGRPS]) {
+                         const tmpl *const *mid, long at, chunk_agg *agg) {
   const cm_z3_sched *s = &z->s;
   int g = gp->g;
   sim__prog *pg = &L->w->prog[g];
@@ -940,7 +929,7 @@ static void zero3_synced(lower *L, const gpu_plan *gp, zero3 *z, long lo, long h
 /* Modules [lo, hi) of a chunk of `layers` layers; the last bucket when the range ends the
  * schedule. */
 static void zero3_run(lower *L, const gpu_plan *gp, zero3 *z, int layers, int fwd, int bwd,
-                      const tmpl *const *mid, double (*agg)[SPEC_NGRPS]) {
+                      const tmpl *const *mid, chunk_agg *agg) {
   if (layers <= 0 || zero3_sched(L, gp, z, layers) || !z->s.mods) return;
   const cm_z3_sched *s = &z->s;
   long nf = (long)layers * s->nu, lo = fwd ? 0 : nf, hi = bwd ? s->n : nf;
@@ -960,13 +949,26 @@ static int part_seq(int nl, int first, int last, int fwd, int *seq, int *cnt) {
   return ns;
 }
 
-/* The chunk's aggregated ring-form collectives, one flow per group. */
-static void emit_agg(lower *L, const gpu_plan *gp, double (*agg)[SPEC_NGRPS]) {
+/* The chunk's aggregated collectives: the ring-form ones as one flow per group, then the NVLS
+ * ones as one collective per group and kind and a delay of the latencies that saves (alone,
+ * the time of running them one by one). */
+static void emit_agg(lower *L, const gpu_plan *gp, const chunk_agg *agg) {
+  sim__world *w = L->w;
   for (int k = 0; k < SPEC_NGRPS; k++) {
-    const sim__group *g = &L->w->groups[gp->grp[k]];
-    if (agg[0][k] > 0 || agg[1][k] > 0)
-      emit(L, gp->g, (sim__op){.kind = SIM__OP_BATCH, .group = gp->grp[k], .bytes = agg[0][k],
-                               .t = agg[1][k], .member = member_of(g, gp->g), .ev = grp_ev[k]});
+    const sim__group *g = &w->groups[gp->grp[k]];
+    int member = member_of(g, gp->g);
+    if (agg->flow[k] > 0 || agg->lat[k] > 0)
+      emit(L, gp->g, (sim__op){.kind = SIM__OP_BATCH, .group = gp->grp[k], .bytes = agg->flow[k],
+                               .t = agg->lat[k], .member = member, .ev = grp_ev[k]});
+    for (int c = 0; c < CM_NCOLLS; c++) {
+      double bytes = agg->nvls[k][c];
+      if (!(bytes > 0)) continue;
+      double once = cm_coll_time(w->cm, (cm_coll)c, CM_ALGO_NVLS, bytes, &g->pl);
+      emit(L, gp->g, (sim__op){.kind = SIM__OP_COLL, .group = gp->grp[k], .coll = c,
+                               .algo = CM_ALGO_NVLS, .bytes = bytes,
+                               .t = agg->nvls_alone[k][c] - once, .member = member,
+                               .ev = grp_ev[k]});
+    }
   }
 }
 
@@ -1046,7 +1048,7 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
     spec_step it = items[i];
     int vs = it.chunk * P + r; /* virtual stage */
     int first = vs == 0, last = vs == nvs - 1;
-    double agg[2][SPEC_NGRPS] = {{0}};
+    chunk_agg agg = {{0}};
     if (!it.fwd && i == last_b && dp_async) { /* DP reduction overlaps the last backward */
       async_at = pg->n;
       emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_DP, .a = -1});
@@ -1060,17 +1062,17 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
       int both = it.fwd && last && i + 1 < n && !items[i + 1].fwd && items[i + 1].mb == it.mb &&
                  items[i + 1].chunk == it.chunk;
       const tmpl *mid[2] = {last ? &T[P_HEAD][1] : NULL, last ? &T[P_HEAD][0] : NULL};
-      if (it.fwd && first) run_tmpl(L, g, &T[P_EMBED][1], 1, agg);
-      if (!it.fwd && last) run_tmpl(L, g, &T[P_HEAD][0], 1, agg);
-      zero3_run(L, gp, &z, gp->counts[vs], it.fwd, !it.fwd || both, both ? mid : NULL, agg);
-      if (it.fwd && last && !both) run_tmpl(L, g, &T[P_HEAD][1], 1, agg);
-      if ((!it.fwd || both) && first) run_tmpl(L, g, &T[P_EMBED][0], 1, agg);
+      if (it.fwd && first) run_tmpl(L, g, &T[P_EMBED][1], 1, &agg);
+      if (!it.fwd && last) run_tmpl(L, g, &T[P_HEAD][0], 1, &agg);
+      zero3_run(L, gp, &z, gp->counts[vs], it.fwd, !it.fwd || both, both ? mid : NULL, &agg);
+      if (it.fwd && last && !both) run_tmpl(L, g, &T[P_HEAD][1], 1, &agg);
+      if ((!it.fwd || both) && first) run_tmpl(L, g, &T[P_EMBED][0], 1, &agg);
       if (both) i++, it = items[i];
     } else {
       int seq[3], cnt[3], ns = part_seq(gp->counts[vs], first, last, it.fwd, seq, cnt);
-      for (int s = 0; s < ns; s++) run_tmpl(L, g, &T[seq[s]][it.fwd], cnt[s], agg);
+      for (int s = 0; s < ns; s++) run_tmpl(L, g, &T[seq[s]][it.fwd], cnt[s], &agg);
     }
-    emit_agg(L, gp, agg);
+    emit_agg(L, gp, &agg);
     if (it.fwd && !last) emit_sends(L, g, &gp->next, 0);
     if (!it.fwd && !first) emit_sends(L, g, &gp->prev, 1);
   }

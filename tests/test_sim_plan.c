@@ -2,10 +2,11 @@
  *   - the 23 plans of benchmarks/sim_plans.h (every cluster preset, uniform and non-uniform,
  *     TP/SP/CP/EP/PP/ZeRO) simulate to the cost model's time within 3%, except the two that
  *     say why not (the table is printed; `bench_sim --table` prints it too);
- *   - the fast fidelity's aggregate (the ring-form collectives of a chunk as one flow per group)
- *     agrees within 0.5% with every collective of every layer simulated by itself, on plans
- *     with TP, SP, CP, EP, ZeRO-1, interleaving, a multi-node NVLink domain, a torus,
- *     non-uniform stages, and TP over two nodes (NVLSTree all-reduces);
+ *   - the fast fidelity's aggregate (the ring-form collectives of a chunk as one flow per group,
+ *     its NVLS collectives as one per group and kind) agrees within 0.5% with every collective
+ *     of every layer simulated by itself, on plans with TP, SP, CP, EP, ZeRO-1, interleaving,
+ *     NVLS TP in a node, in an NVLink Switch pod and in an NVL72 rack, a multi-node NVLink
+ *     domain, a torus, non-uniform stages, and TP over two nodes (NVLSTree all-reduces);
  *   - ZeRO-3 (today's DeepSpeed and v0.3's): the lowered programs run per microbatch exactly the
  *     all-gathers and gradient buckets of the cost model's schedule (cm_zero3_plan_sched), and
  *     the held ZeRO-3 plans of the table simulate to its time within 3%;
@@ -88,8 +89,11 @@ static void table(void) {
   }
 }
 
-/* The aggregate runs OP_BATCH flows, per_layer runs each collective (sim__coll_exec). Cases
- * 2, 4, 6, 11, 17, 19 of the table: the same time, more messages per layer. And (-1 below) TP
+/* The aggregate runs OP_BATCH flows and one NVLS collective per chunk, group and kind,
+ * per_layer runs each collective (sim__coll_exec). Cases 2, 4, 6, 7, 11, 12, 14, 17, 19 of the
+ * table (7, 12 and 14 with NVLS TP: 8 GPUs of a dgx-h100 node, 16 of an h100-nvl256 pod, 4 of
+ * a gb200-nvl72 rack, beside pipeline sends on the same NVLink ports in the last two): within
+ * 0.5%, more messages per layer. And (-1 below) TP
  * over two dgx-h100 nodes, whose all-reduces the cost model runs as NVLSTree: those run by
  * themselves in both modes (NVLS in each node beside a tree between them, sim_coll.c), as
  * trees, NVLS and PAT do, so both modes lower the same program: the same messages and time
@@ -98,7 +102,7 @@ static void table(void) {
 static void aggregate_vs_per_layer(void) {
   static const sim_plan_case tp16 = {"gpt3-6.7b", "dgx-h100", 16, "tp=16,mbs=1,gbs=16", NULL,
                                      NULL};
-  const int pick[] = {1, 3, 5, 10, 16, 18, -1};
+  const int pick[] = {1, 3, 5, 6, 10, 11, 13, 16, 18, -1};
   for (size_t i = 0; i < sizeof pick / sizeof pick[0]; i++) {
     loaded x;
     if (load(pick[i] >= 0 ? &sim_plan_cases[pick[i]] : &tp16, &x)) {
