@@ -544,9 +544,6 @@ typedef struct gpu_plan {
 
 /* ---- the parts of a chunk as templates ---------------------------------------------------- */
 
-/* A part (a layer, the embedding, the head; forward or backward) of one GPU's microbatch,
- * lowered once into ops [a, b) of its program and run by OP_CALL as often as the schedule
- * needs it. */
 /* The collectives a chunk runs after its compute in aggregated mode, per group kind: the
  * ring-form ones as their flow bytes per rank and latencies (one OP_BATCH), the NVLS ones of
  * each collective as their bytes and their times alone (one NVLS collective of the bytes, then
@@ -556,6 +553,9 @@ typedef struct chunk_agg {
   double nvls[SPEC_NGRPS][CM_NCOLLS], nvls_alone[SPEC_NGRPS][CM_NCOLLS];
 } chunk_agg;
 
+/* A part (a layer, the embedding, the head; forward or backward) of one GPU's microbatch,
+ * lowered once into ops [a, b) of its program and run by OP_CALL as often as the schedule
+ * needs it. */
 typedef struct tmpl {
   int a, b;
   chunk_agg agg; /* what the template leaves out, to run after the chunk */

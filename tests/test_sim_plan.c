@@ -96,7 +96,7 @@ static void table(void) {
  * 0.5%, more messages per layer. And (-1 below) TP
  * over two dgx-h100 nodes, whose all-reduces the cost model runs as NVLSTree: those run by
  * themselves in both modes (NVLS in each node beside a tree between them, sim_coll.c), as
- * trees, NVLS and PAT do, so both modes lower the same program: the same messages and time
+ * trees across domains and PAT do, so both modes lower the same program: the same messages and time
  * (0.6143 s, as when the aggregate carried them in ring form at their own time; 0.6855 s
  * when it carried NVLSTree's volume at the ring's bandwidth). */
 static void aggregate_vs_per_layer(void) {
