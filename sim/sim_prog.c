@@ -547,10 +547,12 @@ typedef struct gpu_plan {
 /* The collectives a chunk runs after its compute in aggregated mode, per group kind: the
  * ring-form ones as their flow bytes per rank and latencies (one OP_BATCH), the NVLS ones of
  * each collective as their bytes and their times alone (one NVLS collective of the bytes, then
- * a delay of the latencies that saves). */
+ * a delay of the latencies that saves). Ring attention's exchanges in ring form too, with the
+ * attention compute they run beside (one OP_BATCH beside it, in a helper). */
 typedef struct chunk_agg {
   double flow[SPEC_NGRPS], lat[SPEC_NGRPS];
   double nvls[SPEC_NGRPS][CM_NCOLLS], nvls_alone[SPEC_NGRPS][CM_NCOLLS];
+  double cp_flow, cp_lat, cp_beside;
 } chunk_agg;
 
 /* A part (a layer, the embedding, the head; forward or backward) of one GPU's microbatch,
@@ -664,7 +666,24 @@ static int tb_cp(tb *B, const cm_lop *ops, const double *t, int n, int i) {
   }
   if (next > j) B->cum += A;
   int steps = j - i;
-  for (int s = 0; s < steps; s++) tb_overlap(B, SPEC_GRP_CP, ops[i + s].coll, ops[i + s].bytes, A / (steps + 1));
+  sim__world *w = B->L->w;
+  const sim__group *g = &w->groups[B->gp->grp[SPEC_GRP_CP]];
+  for (int s = 0; s < steps; s++) {
+    const cm_lop *o = &ops[i + s];
+    int agg = !w->per_layer && !B->cut && g->n > 1 && o->bytes > 0;
+    cm_algo a = CM_ALGO_RING;
+    if (agg) cm_coll_best(w->cm, o->coll, o->bytes, &g->pl, &a);
+    if (!agg || a != CM_ALGO_RING) {
+      tb_overlap(B, SPEC_GRP_CP, o->coll, o->bytes, A / (steps + 1));
+      continue;
+    }
+    /* the fast form of the exchange (its ring flows' bytes, then the latency) and the
+     * attention beside it go to the chunk's aggregate */
+    double lat;
+    B->t->agg.cp_flow += sim__ring_form(w->cm, o->coll, &a, o->bytes, &g->pl, &lat);
+    B->t->agg.cp_lat += lat;
+    B->t->agg.cp_beside += A / (steps + 1);
+  }
   B->acc += A / (steps + 1);
   B->last_gemm = 0;
   return next;
@@ -763,6 +782,8 @@ static void run_tmpl(lower *L, int g, const tmpl *t, int count, chunk_agg *agg) 
       agg->nvls[k][c] += count * t->agg.nvls[k][c],
       agg->nvls_alone[k][c] += count * t->agg.nvls_alone[k][c];
   }
+  agg->cp_flow += count * t->agg.cp_flow, agg->cp_lat += count * t->agg.cp_lat;
+  agg->cp_beside += count * t->agg.cp_beside;
   if (count <= 0 || t->b == t->a) return;
   if (t->b == t->a + 1 && pg->ops[t->a].kind == SIM__OP_SLEEP) {
     sim__op o = pg->ops[t->a];
@@ -949,11 +970,30 @@ static int part_seq(int nl, int first, int last, int fwd, int *seq, int *cnt) {
   return ns;
 }
 
-/* The chunk's aggregated collectives: the ring-form ones as one flow per group, then the NVLS
- * ones as one collective per group and kind and a delay of the latencies that saves (alone,
- * the time of running them one by one). */
-static void emit_agg(lower *L, const gpu_plan *gp, const chunk_agg *agg) {
+/* The chunk's ring-attention exchanges as one ring-form flow (their bytes, then their
+ * latencies), in a helper beside the attention compute they overlap (ev: its kind). */
+static void emit_agg_cp(lower *L, const gpu_plan *gp, const chunk_agg *agg, sim_ev_kind ev) {
   sim__world *w = L->w;
+  if (!(agg->cp_flow > 0 || agg->cp_lat > 0 || agg->cp_beside > 0)) return;
+  int g = gp->g, gid = gp->grp[SPEC_GRP_CP];
+  sim__prog *pg = &w->prog[g];
+  int at = pg->n;
+  emit(L, g, (sim__op){.kind = SIM__OP_ASYNC, .slot = SLOT_LAYER, .a = at + 1});
+  emit(L, g, (sim__op){.kind = SIM__OP_BATCH, .group = gid, .bytes = agg->cp_flow,
+                       .t = agg->cp_lat, .member = member_of(&w->groups[gid], g),
+                       .ev = SIM_EV_CP});
+  if (L->rc) return;
+  pg->ops[at].b = pg->n;
+  emit_sleep(L, g, agg->cp_beside, ev);
+  emit(L, g, (sim__op){.kind = SIM__OP_JOIN, .slot = SLOT_LAYER, .ev = SIM_EV_CP});
+}
+
+/* The chunk's aggregated collectives: ring attention's exchanges beside their compute, the
+ * ring-form ones as one flow per group, then the NVLS ones as one collective per group and
+ * kind and a delay of the latencies that saves (alone, the time of running them one by one). */
+static void emit_agg(lower *L, const gpu_plan *gp, const chunk_agg *agg, sim_ev_kind ev) {
+  sim__world *w = L->w;
+  emit_agg_cp(L, gp, agg, ev);
   for (int k = 0; k < SPEC_NGRPS; k++) {
     const sim__group *g = &w->groups[gp->grp[k]];
     int member = member_of(g, gp->g);
@@ -1072,7 +1112,7 @@ static void emit_gpu(lower *L, const gpu_plan *gp, spec_step *items) {
       int seq[3], cnt[3], ns = part_seq(gp->counts[vs], first, last, it.fwd, seq, cnt);
       for (int s = 0; s < ns; s++) run_tmpl(L, g, &T[seq[s]][it.fwd], cnt[s], &agg);
     }
-    emit_agg(L, gp, &agg);
+    emit_agg(L, gp, &agg, it.fwd ? SIM_EV_FORWARD : SIM_EV_BACKWARD);
     if (it.fwd && !last) emit_sends(L, g, &gp->next, 0);
     if (!it.fwd && !first) emit_sends(L, g, &gp->prev, 1);
   }

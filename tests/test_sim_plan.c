@@ -3,10 +3,12 @@
  *     TP/SP/CP/EP/PP/ZeRO) simulate to the cost model's time within 3%, except the two that
  *     say why not (the table is printed; `bench_sim --table` prints it too);
  *   - the fast fidelity's aggregate (the ring-form collectives of a chunk as one flow per group,
- *     its NVLS collectives as one per group and kind) agrees within 0.5% with every collective
- *     of every layer simulated by itself, on plans with TP, SP, CP, EP, ZeRO-1, interleaving,
- *     NVLS TP in a node, in an NVLink Switch pod and in an NVL72 rack, a multi-node NVLink
- *     domain, a torus, non-uniform stages, and TP over two nodes (NVLSTree all-reduces);
+ *     its NVLS collectives as one per group and kind, its ring-attention exchanges as one flow
+ *     beside their attention) agrees within 0.5% (1% on one plan, said below) with every
+ *     collective of every layer simulated by itself, on plans with TP, SP, CP (in a node,
+ *     across nodes, straddling two racks), EP, ZeRO-1, interleaving, NVLS TP in a node, in an
+ *     NVLink Switch pod and in an NVL72 rack, a multi-node NVLink domain, a torus, non-uniform
+ *     stages, and TP over two nodes (NVLSTree all-reduces);
  *   - ZeRO-3 (today's DeepSpeed and v0.3's): the lowered programs run per microbatch exactly the
  *     all-gathers and gradient buckets of the cost model's schedule (cm_zero3_plan_sched), and
  *     the held ZeRO-3 plans of the table simulate to its time within 3%;
@@ -89,11 +91,19 @@ static void table(void) {
   }
 }
 
-/* The aggregate runs OP_BATCH flows and one NVLS collective per chunk, group and kind,
- * per_layer runs each collective (sim__coll_exec). Cases 2, 4, 6, 7, 11, 12, 14, 17, 19 of the
- * table (7, 12 and 14 with NVLS TP: 8 GPUs of a dgx-h100 node, 16 of an h100-nvl256 pod, 4 of
- * a gb200-nvl72 rack, beside pipeline sends on the same NVLink ports in the last two): within
- * 0.5%, more messages per layer. And (-1 below) TP
+/* The aggregate runs OP_BATCH flows and one NVLS collective per chunk, group and kind, and
+ * ring attention's exchanges as one OP_BATCH beside the attention they overlap; per_layer runs
+ * each collective (sim__coll_exec) and each exchange beside its share of a layer's attention.
+ * Cases 2, 4, 6, 7, 11, 12, 14, 17, 19 of the table (4 with CP pairs in a node; 7, 12 and 14
+ * with NVLS TP: 8 GPUs of a dgx-h100 node, 16 of an h100-nvl256 pod, 4 of a gb200-nvl72 rack,
+ * beside pipeline sends on the same NVLink ports in the last two): within 0.5%, more messages
+ * per layer. Case 15 (CP pairs, 16 of whose GPUs straddle two NVL72 racks over the network):
+ * within 1% (0.44086 s against 0.44396 s per layer; the aggregate is closer to the cost model,
+ * +0.2% against +0.9%): there the groups differ, those 16 GPUs' exchanges cross the network
+ * and the others' stay in NVLink, so per layer they drift apart and their TP collectives meet
+ * on the racks' switches at other times than in the aggregate. Where every CP pair crosses
+ * the network alike (-2 below: tp=8 cp=2 pp=2 on 4 dgx-h100 nodes) the two agree within 0.01%
+ * (1.63846 s, 1.63838 s). And (-1 below) TP
  * over two dgx-h100 nodes, whose all-reduces the cost model runs as NVLSTree: those run by
  * themselves in both modes (NVLS in each node beside a tree between them, sim_coll.c), as
  * trees across domains and PAT do, so both modes lower the same program: the same messages and time
@@ -102,21 +112,25 @@ static void table(void) {
 static void aggregate_vs_per_layer(void) {
   static const sim_plan_case tp16 = {"gpt3-6.7b", "dgx-h100", 16, "tp=16,mbs=1,gbs=16", NULL,
                                      NULL};
-  const int pick[] = {1, 3, 5, 6, 10, 11, 13, 16, 18, -1};
+  static const sim_plan_case cp2 = {"llama3-8b", "dgx-h100", 32, "tp=8,cp=2,pp=2,mbs=1,gbs=32,sp=1",
+                                     NULL, NULL};
+  const int pick[] = {1, 3, 5, 6, 10, 11, 13, 14, 16, 18, -2, -1};
   for (size_t i = 0; i < sizeof pick / sizeof pick[0]; i++) {
     loaded x;
-    if (load(pick[i] >= 0 ? &sim_plan_cases[pick[i]] : &tp16, &x)) {
+    if (load(pick[i] >= 0 ? &sim_plan_cases[pick[i]] : pick[i] == -2 ? &cp2 : &tp16, &x)) {
       CHECK(0);
       continue;
     }
     sim_result a, b;
     double ta = simulate(&x, 0, &a), tb = simulate(&x, 1, &b);
     char name[32];
-    snprintf(name, sizeof name, pick[i] >= 0 ? "case %d" : "tp=16 on 2 nodes", pick[i] + 1);
+    snprintf(name, sizeof name,
+             pick[i] >= 0 ? "case %d" : pick[i] == -2 ? "tp=8 cp=2 on 4 nodes" : "tp=16 on 2 nodes",
+             pick[i] + 1);
     printf("aggregate vs per-layer, %s: %.5f s (%ld msgs) vs %.5f s (%ld msgs)\n", name, ta,
            a.messages, tb, b.messages);
-    CHECK_NEAR(ta, tb, 0.005);
-    if (pick[i] >= 0)
+    CHECK_NEAR(ta, tb, pick[i] == 14 ? 0.01 : 0.005);
+    if (pick[i] != -1)
       CHECK(b.messages > a.messages); /* the two forms did run different programs */
     else
       CHECK_EQ(b.messages, a.messages); /* NVLSTree is never aggregated */
