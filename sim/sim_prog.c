@@ -670,15 +670,13 @@ static int tb_cp(tb *B, const cm_lop *ops, const double *t, int n, int i) {
   const sim__group *g = &w->groups[B->gp->grp[SPEC_GRP_CP]];
   for (int s = 0; s < steps; s++) {
     const cm_lop *o = &ops[i + s];
-    int agg = !w->per_layer && !B->cut && g->n > 1 && o->bytes > 0;
-    cm_algo a = CM_ALGO_RING;
-    if (agg) cm_coll_best(w->cm, o->coll, o->bytes, &g->pl, &a);
-    if (!agg || a != CM_ALGO_RING) {
+    if (w->per_layer || B->cut || g->n <= 1 || o->bytes <= 0) {
       tb_overlap(B, SPEC_GRP_CP, o->coll, o->bytes, A / (steps + 1));
       continue;
     }
-    /* the fast form of the exchange (its ring flows' bytes, then the latency) and the
-     * attention beside it go to the chunk's aggregate */
+    /* the fast form of the exchange (a send/recv, ring-only in cm_coll.c's table: its ring
+     * flows' bytes, then the latency) and the attention beside it go to the chunk's aggregate */
+    cm_algo a = CM_ALGO_RING;
     double lat;
     B->t->agg.cp_flow += sim__ring_form(w->cm, o->coll, &a, o->bytes, &g->pl, &lat);
     B->t->agg.cp_lat += lat;
