@@ -44,6 +44,19 @@ int cli_int(const char *cmd, const char *opt, const char *val, long lo, long hi,
  * after printing an error (the caller returns 2). Resets getopt's state on first use. */
 int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
                const struct option *longs, int *first);
+/* One option of a subcommand, in the one table that gives getopt its options and -h its
+ * text: the long name, its value's name in the help (NULL: a flag), the id getopt returns
+ * ('h' prints as "-h, --help"), and the help, its lines split by '\n'. */
+typedef struct cli_opt {
+  const char *name, *arg;
+  int id;
+  const char *help;
+} cli_opt;
+/* getopt_long's table from opts: n entries and the terminator (longs holds n + 1). */
+void cli_opts_longs(const cli_opt *opts, size_t n, struct option *longs);
+/* opts' help on f: "  --name ARG" padded to width columns and a space, then the help; its
+ * further lines under the first. */
+void cli_opts_help(FILE *f, const cli_opt *opts, size_t n, int width);
 /* Loads --model, --cluster (sized by gpus when > 0) and --plan, and resolves the plan
  * against them; prints the error and returns its exit status, or 0. On success *plan is
  * owned by the caller (spec_plan_clear). */

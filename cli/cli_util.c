@@ -56,6 +56,31 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *shorts,
   return c;
 }
 
+void cli_opts_longs(const cli_opt *opts, size_t n, struct option *longs) {
+  for (size_t i = 0; i < n; i++)
+    longs[i] = (struct option){opts[i].name, opts[i].arg ? required_argument : no_argument,
+                               NULL, opts[i].id};
+  longs[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+void cli_opts_help(FILE *f, const cli_opt *opts, size_t n, int width) {
+  for (size_t i = 0; i < n; i++) {
+    char left[128];
+    snprintf(left, sizeof left, "%s--%s%s%s", opts[i].id == 'h' ? "-h, " : "", opts[i].name,
+             opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
+    fprintf(f, "  %-*s ", width, left);
+    if (!*opts[i].help) fputc('\n', f);
+    for (const char *h = opts[i].help; *h;) {
+      const char *nl = strchr(h, '\n');
+      size_t len = nl ? (size_t)(nl - h) : strlen(h);
+      fprintf(f, "%.*s\n", (int)len, h);
+      if (!nl) break;
+      h = nl + 1;
+      fprintf(f, "%*s", width + 3, "");
+    }
+  }
+}
+
 int cli_load_specs(const char *cmd, const char *model, const char *cluster, int gpus,
                    const char *plan, spec_model *m, spec_cluster *c, spec_plan *p) {
   pp_err err = {0};

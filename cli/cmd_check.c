@@ -19,17 +19,23 @@ static const char usage[] =
     "prints the NVLink partition a job uses (when it uses part of each NVLink domain) and\n"
     "every figure the spec left out with the value, GPU or NIC generation and source of its\n"
     "default; the canonical JSON (what --db stores) carries the figures used.\n"
-    "\n"
-    "  --model M     preset name, JSON file or inline JSON ('{...}')\n"
-    "  --cluster C   preset name, JSON file or inline JSON\n"
-    "  --gpus N      size the cluster to N GPUs (checked against its fabric)\n"
-    "  --plan P      \"tp=8,pp=16,dp=8,cp=1,ep=1,mbs=1,gbs=1536,vpp=1,sp=1,recompute=selective,\n"
-    "                zero=1,schedule=1f1b\" (dp may be left out), or a plan JSON file or text;\n"
-    "                needs --model and --cluster\n"
-    "  --presets     validate every built-in preset and its canonical JSON round trip\n"
-    "  --db F        store what was checked in F (created and migrated when needed)\n"
-    "  --json        one JSON object instead of text\n"
-    "  -h, --help    this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"model", "M", 'm', "preset name, JSON file or inline JSON ('{...}')"},
+    {"cluster", "C", 'c', "preset name, JSON file or inline JSON"},
+    {"gpus", "N", 'g', "size the cluster to N GPUs (checked against its fabric)"},
+    {"plan", "P", 'p',
+     "\"tp=8,pp=16,dp=8,cp=1,ep=1,mbs=1,gbs=1536,vpp=1,sp=1,recompute=selective,\n"
+     "zero=1,schedule=1f1b\" (dp may be left out), or a plan JSON file or text;\n"
+     "needs --model and --cluster"},
+    {"presets", NULL, 'P', "validate every built-in preset and its canonical JSON round trip"},
+    {"db", "F", 'd', "store what was checked in F (created and migrated when needed)"},
+    {"json", NULL, 'j', "one JSON object instead of text"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const CMD = "check";
 
@@ -338,17 +344,16 @@ done:
 }
 
 int cmd_check(int argc, char **argv) {
-  static const struct option longs[] = {
-      {"model", required_argument, NULL, 'm'}, {"cluster", required_argument, NULL, 'c'},
-      {"gpus", required_argument, NULL, 'g'},  {"plan", required_argument, NULL, 'p'},
-      {"db", required_argument, NULL, 'd'},    {"json", no_argument, NULL, 'j'},
-      {"presets", no_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   check_args a = {0};
   int first = 1, c;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 13);
+      return 0;
     case 'm': a.model = optarg; break;
     case 'c': a.cluster = optarg; break;
     case 'g':

@@ -14,13 +14,19 @@ static const char usage[] =
     "context and expert parallel sizes, the layer split, sequence parallelism, micro and\n"
     "global batch, recomputation, optimizer sharding); a non-uniform plan has none (exit 2).\n"
     "json: the plan's canonical JSON (uniform or non-uniform).\n"
-    "\n"
-    "  --plan-id ID   a plan id from the store (podplan search, check --db, ...)\n"
-    "  --format F     megatron or json\n"
-    "  --model M      the model the plan trains (its layer count sets the layer split);\n"
-    "                 default: the model the store has the plan's scores on\n"
-    "  --db F         store file (default podplan.db)\n"
-    "  -h, --help     this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"plan-id", "ID", 'p', "a plan id from the store (podplan search, check --db, ...)"},
+    {"format", "F", 'f', "megatron or json"},
+    {"model", "M", 'm',
+     "the model the plan trains (its layer count sets the layer split);\n"
+     "default: the model the store has the plan's scores on"},
+    {"db", "F", 'd', "store file (default podplan.db)"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const CMD = "export";
 
@@ -46,15 +52,16 @@ static int plan_model(store *s, long long id, spec_model *m, pp_err *err) {
 }
 
 int cmd_export(int argc, char **argv) {
-  static const struct option longs[] = {
-      {"plan-id", required_argument, NULL, 'p'}, {"format", required_argument, NULL, 'f'},
-      {"model", required_argument, NULL, 'm'},   {"db", required_argument, NULL, 'd'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   const char *format = NULL, *model = NULL, *db = STORE_DEFAULT_PATH;
   int plan_id = 0, first = 1, c;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 14);
+      return 0;
     case 'p':
       if (cli_int(CMD, "--plan-id", optarg, 1, 2147483647, &plan_id)) return 2;
       break;

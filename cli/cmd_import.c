@@ -19,13 +19,19 @@ static const char usage[] =
     "lines or, where those are cut off, from busbw/algbw. A log that ends early keeps its\n"
     "complete rows (a warning says so); a garbled row rejects the log, and then nothing from\n"
     "any file is stored (exit 2). Importing the same file again adds nothing.\n"
-    "\n"
-    "  --cluster C   the cluster the logs were measured on (preset, JSON or file)\n"
-    "  --gpus N      its size, as for predict\n"
-    "  --db F        store file (default podplan.db)\n"
-    "  --json        per file: collective, ranks, rows, max_busbw_gbps, max_algbw_gbps, file,\n"
-    "                ranks_from, truncated, stored (an array when there are several files)\n"
-    "  -h, --help    this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"cluster", "C", 'c', "the cluster the logs were measured on (preset, JSON or file)"},
+    {"gpus", "N", 'g', "its size, as for predict"},
+    {"db", "F", 'd', "store file (default podplan.db)"},
+    {"json", NULL, 'j',
+     "per file: collective, ranks, rows, max_busbw_gbps, max_algbw_gbps, file,\n"
+     "ranks_from, truncated, stored (an array when there are several files)"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const CMD = "import";
 
@@ -132,15 +138,16 @@ static void print_results(const imported *f, int nfiles, int json, const char *c
 }
 
 int cmd_import(int argc, char **argv) {
-  static const struct option longs[] = {
-      {"cluster", required_argument, NULL, 'c'}, {"gpus", required_argument, NULL, 'g'},
-      {"db", required_argument, NULL, 'd'},      {"json", no_argument, NULL, 'j'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   const char *cluster = NULL, *db = STORE_DEFAULT_PATH;
   int gpus = 0, json = 0, first = 1, c;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 13);
+      return 0;
     case 'c': cluster = optarg; break;
     case 'g':
       if (cli_int(CMD, "--gpus", optarg, 1, SPEC_MAX_GPUS, &gpus)) return 2;

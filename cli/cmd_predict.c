@@ -19,29 +19,40 @@ static const char usage[] =
     "exposed TP/CP/EP communication, pipeline bubble, p2p, DP communication, optimizer),\n"
     "tokens/s, model TFLOP/s per GPU, MFU, HFU, memory per GPU and whether it fits. A plan\n"
     "that does not fit is a result (feasible false, and by how much), not an error.\n"
-    "\n"
-    "  --model M          preset name, JSON file or inline JSON (podplan presets lists presets)\n"
-    "  --cluster C        preset name, JSON file or inline JSON\n"
-    "  --gpus N           size the cluster to N GPUs\n"
-    "  --plan P           \"tp=8,pp=16,dp=8,mbs=1,gbs=1536,...\" or a plan JSON file\n"
-    "  --param LIST       override cost-model parameters, e.g. flash_attention=0,eff.net=0.9\n"
-    "                     (--param help lists them with their defaults)\n"
-    "  --calibration SEL  the fitted values of a stored calibration of this cluster (an id, or\n"
-    "                     latest; default none: the published defaults), read from --db or\n"
-    "                     podplan.db; --param still overrides them; the score records it\n"
-    "  --db F             store the score (source costmodel) in F (with --collective: only\n"
-    "                     where --calibration is read from)\n"
-    "  --json             one JSON object: iter_time_s, tokens_per_s, model_tflops_per_gpu, mfu,\n"
-    "                     hfu, mem_gib_per_gpu, feasible, breakdown (seconds), memory (GiB), ...\n"
-    "  --collective NAME  instead of a plan: one collective on a group of all N GPUs, placed as\n"
-    "                     the cluster orders them: all_reduce, all_gather, reduce_scatter,\n"
-    "                     alltoall, broadcast or sendrecv; prints per size the time, the\n"
-    "                     algorithm NCCL's tuner would pick, algbw and busbw (nccl-tests'\n"
-    "                     conventions); --json: collective, cluster, gpus and rows of bytes,\n"
-    "                     time_s, algorithm, algbw_gbps, busbw_gbps\n"
-    "  --bytes S[,S...]   per-rank buffer sizes as nccl-tests counts them: bytes, or with K, M,\n"
-    "                     G (KiB, MiB, GiB), e.g. 64M,1G,8G\n"
-    "  -h, --help         this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"model", "M", 'm', "preset name, JSON file or inline JSON (podplan presets lists presets)"},
+    {"cluster", "C", 'c', "preset name, JSON file or inline JSON"},
+    {"gpus", "N", 'g', "size the cluster to N GPUs"},
+    {"plan", "P", 'p', "\"tp=8,pp=16,dp=8,mbs=1,gbs=1536,...\" or a plan JSON file"},
+    {"param", "LIST", 'P',
+     "override cost-model parameters, e.g. flash_attention=0,eff.net=0.9\n"
+     "(--param help lists them with their defaults)"},
+    {"calibration", "SEL", 'C',
+     "the fitted values of a stored calibration of this cluster (an id, or\n"
+     "latest; default none: the published defaults), read from --db or\n"
+     "podplan.db; --param still overrides them; the score records it"},
+    {"db", "F", 'd',
+     "store the score (source costmodel) in F (with --collective: only\n"
+     "where --calibration is read from)"},
+    {"json", NULL, 'j',
+     "one JSON object: iter_time_s, tokens_per_s, model_tflops_per_gpu, mfu,\n"
+     "hfu, mem_gib_per_gpu, feasible, breakdown (seconds), memory (GiB), ..."},
+    {"collective", "NAME", 'L',
+     "instead of a plan: one collective on a group of all N GPUs, placed as\n"
+     "the cluster orders them: all_reduce, all_gather, reduce_scatter,\n"
+     "alltoall, broadcast or sendrecv; prints per size the time, the\n"
+     "algorithm NCCL's tuner would pick, algbw and busbw (nccl-tests'\n"
+     "conventions); --json: collective, cluster, gpus and rows of bytes,\n"
+     "time_s, algorithm, algbw_gbps, busbw_gbps"},
+    {"bytes", "S[,S...]", 'B',
+     "per-rank buffer sizes as nccl-tests counts them: bytes, or with K, M,\n"
+     "G (KiB, MiB, GiB), e.g. 64M,1G,8G"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const CMD = "predict";
 
@@ -203,19 +214,17 @@ static int save_score(const char *db, const spec_model *m, const spec_cluster *c
 }
 
 int cmd_predict(int argc, char **argv) {
-  static const struct option longs[] = {
-      {"model", required_argument, NULL, 'm'},   {"cluster", required_argument, NULL, 'c'},
-      {"gpus", required_argument, NULL, 'g'},    {"plan", required_argument, NULL, 'p'},
-      {"param", required_argument, NULL, 'P'},   {"calibration", required_argument, NULL, 'C'},
-      {"db", required_argument, NULL, 'd'},      {"json", no_argument, NULL, 'j'},
-      {"collective", required_argument, NULL, 'L'}, {"bytes", required_argument, NULL, 'B'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   const char *model = NULL, *cluster = NULL, *plan = NULL, *db = NULL, *params = NULL;
   const char *coll = NULL, *bytes = NULL, *calib = NULL;
   int gpus = 0, json = 0, first = 1, c;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 18);
+      return 0;
     case 'm': model = optarg; break;
     case 'c': cluster = optarg; break;
     case 'g':

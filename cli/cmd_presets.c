@@ -12,11 +12,17 @@ static const char usage[] =
     "Lists the built-in models, GPUs and clusters with their key figures. Any --model,\n"
     "--cluster or GPU argument of another command takes these names, a JSON file or inline\n"
     "JSON; 'podplan check' prints a preset's full canonical JSON.\n"
-    "\n"
-    "  --sources    also print where each preset's figures come from\n"
-    "  --json       one JSON object {models, gpus, clusters}: canonical specs plus params,\n"
-    "               active_params (models) and source\n"
-    "  -h, --help   this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"sources", NULL, 's', "also print where each preset's figures come from"},
+    {"json", NULL, 'j',
+     "one JSON object {models, gpus, clusters}: canonical specs plus params,\n"
+     "active_params (models) and source"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static void network_text(const spec_cluster *c, char *buf, size_t n) {
   const spec_network *net = &c->network;
@@ -108,14 +114,15 @@ static int print_json(void) {
 }
 
 int cmd_presets(int argc, char **argv) {
-  static const struct option longs[] = {{"sources", no_argument, NULL, 's'},
-                                        {"json", no_argument, NULL, 'j'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   int first = 1, c, json = 0, sources = 0;
   while ((c = cli_getopt("presets", argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 12);
+      return 0;
     case 's': sources = 1; break;
     case 'j': json = 1; break;
     default: return 2;

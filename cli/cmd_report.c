@@ -17,30 +17,39 @@ static const char usage[] =
     "  calibrations            MAPE before and after, fitted and held out\n"
     "  study cases             per study\n"
     "  trace files             recorded by simulate --trace and run --trace: there or not, size\n"
-    "\n"
-    "  --db F       the store (default podplan.db); it must exist\n"
-    "  --out DIR    also write DIR/<table>.csv for each table (search_runs, methods,\n"
-    "               validation, sim_vs_costmodel, calibrations, studies, traces), DIR/report.md\n"
-    "               and, with gnuplot, the plots methods, validation, calibrations and\n"
-    "               sim_vs_costmodel (.png, .svg; a plot without data is skipped); DIR is made\n"
-    "               with its missing parents (default: no files, the text alone)\n"
-    "  -h, --help   this text\n"
+    "\n";
+static const char usage_tail[] =
     "\n"
     "exit status: 0 ok; 1 a file cannot be written or gnuplot fails; 2 bad usage, or a store\n"
     "that does not exist or is not one\n";
 
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"db", "F", 'd', "the store (default podplan.db); it must exist"},
+    {"out", "DIR", 'o',
+     "also write DIR/<table>.csv for each table (search_runs, methods,\n"
+     "validation, sim_vs_costmodel, calibrations, studies, traces), DIR/report.md\n"
+     "and, with gnuplot, the plots methods, validation, calibrations and\n"
+     "sim_vs_costmodel (.png, .svg; a plot without data is skipped); DIR is made\n"
+     "with its missing parents (default: no files, the text alone)"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
+
 static const char *const CMD = "report";
 
 int cmd_report(int argc, char **argv) {
-  static const struct option longs[] = {{"db", required_argument, NULL, 'd'},
-                                        {"out", required_argument, NULL, 'o'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   study_report_opts o = {.db = STORE_DEFAULT_PATH};
   int first = 1, c;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 12);
+      fputs(usage_tail, stdout);
+      return 0;
     case 'd': o.db = optarg; break;
     case 'o': o.out_dir = optarg; break;
     default: return 2;

@@ -29,21 +29,31 @@ static const char usage[] =
     "measurement, and writes a Perfetto trace (a track per rank). It also prints the cost\n"
     "model's time for the plan as run (nothing overlapped, as the backend runs it): what a\n"
     "calibration from runs (calibrate --from-search) makes agree with the measurement.\n"
-    "\n"
-    "  --plan-id ID        a plan stored in the database (with --model and --cluster)\n"
-    "  --device D          cpu: OpenBLAS + MPI (default); cuda: cuBLAS + NCCL\n"
-    "  --layers L          run L transformer layers instead of all (spread like the plan's)\n"
-    "  --shrink W          divide hidden, ffn, heads, kv heads and vocab by W (small machines)\n"
-    "  --warmup W          untimed iterations after the checking one (default 1)\n"
-    "  --iters N           timed iterations (default 3)\n"
-    "  --no-verify         skip the checking iteration\n"
-    "  --timeout S         a rank waiting longer than S seconds on a peer fails (default 120)\n"
-    "  --trace F           write the last timed iteration as a Perfetto trace\n"
-    "  --db F              database (default podplan.db)\n"
-    "  --json              on rank 0: iter_time_s, ranks, device, verified, predicted_s, ...\n"
-    "  --inject fail:R     rank R exits before the timed iterations (to check failure handling)\n"
-    "  --inject hang:R     rank R stops answering instead\n"
-    "  -h, --help          this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"model", "M", 'm', "as for predict"},
+    {"cluster", "C", 'c', "as for predict"},
+    {"gpus", "N", 'g', "as for predict"},
+    {"plan", "P", 'p', "as for predict"},
+    {"plan-id", "ID", 'P', "a plan stored in the database (with --model and --cluster)"},
+    {"device", "D", 'D', "cpu: OpenBLAS + MPI (default); cuda: cuBLAS + NCCL"},
+    {"layers", "L", 'L', "run L transformer layers instead of all (spread like the plan's)"},
+    {"shrink", "W", 'W', "divide hidden, ffn, heads, kv heads and vocab by W (small machines)"},
+    {"warmup", "W", 'w', "untimed iterations after the checking one (default 1)"},
+    {"iters", "N", 'n', "timed iterations (default 3)"},
+    {"no-verify", NULL, 'V', "skip the checking iteration"},
+    {"timeout", "S", 't', "a rank waiting longer than S seconds on a peer fails (default 120)"},
+    {"trace", "F", 'T', "write the last timed iteration as a Perfetto trace"},
+    {"db", "F", 'd', "database (default podplan.db)"},
+    {"json", NULL, 'j', "on rank 0: iter_time_s, ranks, device, verified, predicted_s, ..."},
+    {"inject", "X", 'i',
+     "fail:R: rank R exits before the timed iterations (to check failure\n"
+     "handling); hang:R: rank R stops answering instead"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const CMD = "run";
 
@@ -61,20 +71,15 @@ static int fail_once(int rank, const pp_err *err) {
 }
 
 static int parse(int argc, char **argv, run_opts *o) {
-  static const struct option longs[] = {
-      {"model", required_argument, NULL, 'm'},   {"cluster", required_argument, NULL, 'c'},
-      {"gpus", required_argument, NULL, 'g'},    {"plan", required_argument, NULL, 'p'},
-      {"plan-id", required_argument, NULL, 'P'}, {"device", required_argument, NULL, 'D'},
-      {"layers", required_argument, NULL, 'L'},  {"shrink", required_argument, NULL, 'W'},
-      {"warmup", required_argument, NULL, 'w'},  {"iters", required_argument, NULL, 'n'},
-      {"no-verify", no_argument, NULL, 'V'},     {"timeout", required_argument, NULL, 't'},
-      {"trace", required_argument, NULL, 'T'},   {"db", required_argument, NULL, 'd'},
-      {"json", no_argument, NULL, 'j'},          {"inject", required_argument, NULL, 'i'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   int first = 1, c, tmo = 120;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return -1;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 19);
+      return -1;
     case 'm': o->model = optarg; break;
     case 'c': o->cluster = optarg; break;
     case 'p': o->plan = optarg; break;

@@ -22,23 +22,36 @@ static const char usage[] =
     "once, so that groups sharing NICs, rails, NVLink Switch tapers and spines slow each other\n"
     "down. Prints the keys of predict from the simulated time, the cost model's prediction\n"
     "beside it, the wall time of the simulation and the utilisation of each level's links.\n"
-    "\n"
-    "  --model M, --cluster C, --gpus N, --plan P, --param LIST   as for predict\n"
-    "  --calibration SEL  as for predict: the simulator's collectives and compute take the\n"
-    "                     calibrated values (they come from the cost model)\n"
-    "  --fidelity F       fast: each collective's steady-state flows (default); step: every\n"
-    "                     message of every ring step (slow beyond a few hundred GPUs)\n"
-    "  --per-layer        run every collective of every layer by itself (fast fidelity's\n"
-    "                     default: a chunk's ring-form collectives that nothing overlaps as\n"
-    "                     one aggregated flow per group, its NVLS ones as one collective\n"
-    "                     per group and kind, its CP exchanges as one flow beside their\n"
-    "                     attention; the same bytes and latencies)\n"
-    "  --trace out.json   write a Perfetto/Chrome trace, a track per GPU\n"
-    "  --platform-out F   write the generated SimGrid platform (XML)\n"
-    "  --db F             store the score with source 'sim'\n"
-    "  --json             one JSON object: the keys of predict plus sim_wall_s,\n"
-    "                     predicted_iter_time_s, messages and link_utilisation\n"
-    "  -h, --help         this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"model", "M", 'm', "as for predict"},
+    {"cluster", "C", 'c', "as for predict"},
+    {"gpus", "N", 'g', "as for predict"},
+    {"plan", "P", 'p', "as for predict"},
+    {"param", "LIST", 'P', "as for predict"},
+    {"calibration", "SEL", 'C',
+     "as for predict: the simulator's collectives and compute take the\n"
+     "calibrated values (they come from the cost model)"},
+    {"fidelity", "F", 'f',
+     "fast: each collective's steady-state flows (default); step: every\n"
+     "message of every ring step (slow beyond a few hundred GPUs)"},
+    {"per-layer", NULL, 'L',
+     "run every collective of every layer by itself (fast fidelity's\n"
+     "default: a chunk's ring-form collectives that nothing overlaps as\n"
+     "one aggregated flow per group, its NVLS ones as one collective\n"
+     "per group and kind, its CP exchanges as one flow beside their\n"
+     "attention; the same bytes and latencies)"},
+    {"trace", "out.json", 't', "write a Perfetto/Chrome trace, a track per GPU"},
+    {"platform-out", "F", 'x', "write the generated SimGrid platform (XML)"},
+    {"db", "F", 'd', "store the score with source 'sim'"},
+    {"json", NULL, 'j',
+     "one JSON object: the keys of predict plus sim_wall_s,\n"
+     "predicted_iter_time_s, messages and link_utilisation"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const CMD = "simulate";
 
@@ -83,21 +96,18 @@ static int save(const char *db, const spec_model *m, const spec_cluster *c, cons
 }
 
 int cmd_simulate(int argc, char **argv) {
-  static const struct option longs[] = {
-      {"model", required_argument, NULL, 'm'},     {"cluster", required_argument, NULL, 'c'},
-      {"gpus", required_argument, NULL, 'g'},      {"plan", required_argument, NULL, 'p'},
-      {"param", required_argument, NULL, 'P'},     {"fidelity", required_argument, NULL, 'f'},
-      {"trace", required_argument, NULL, 't'},     {"platform-out", required_argument, NULL, 'x'},
-      {"db", required_argument, NULL, 'd'},        {"json", no_argument, NULL, 'j'},
-      {"per-layer", no_argument, NULL, 'L'},       {"calibration", required_argument, NULL, 'C'},
-      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   const char *model = NULL, *cluster = NULL, *plan = NULL, *params = NULL, *trace = NULL,
              *platform = NULL, *db = NULL, *calib = NULL;
   int gpus = 0, json = 0, first = 1, c, per_layer = 0;
   sim_fidelity fid = SIM_FAST;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 18);
+      return 0;
     case 'm': model = optarg; break;
     case 'c': cluster = optarg; break;
     case 'g':
