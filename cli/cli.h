@@ -54,8 +54,8 @@ typedef struct cli_opt {
 } cli_opt;
 /* getopt_long's table from opts: n entries and the terminator (longs holds n + 1). */
 void cli_opts_longs(const cli_opt *opts, size_t n, struct option *longs);
-/* opts' help on f: "  --name ARG" padded to width columns and a space, then the help; its
- * further lines under the first. */
+/* opts' help on f: "  --name ARG" padded to width columns and a space (two spaces after
+ * a longer one), then the help; its further lines under the first. */
 void cli_opts_help(FILE *f, const cli_opt *opts, size_t n, int width);
 /* Loads --model, --cluster (sized by gpus when > 0) and --plan, and resolves the plan
  * against them; prints the error and returns its exit status, or 0. On success *plan is

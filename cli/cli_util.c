@@ -68,7 +68,8 @@ void cli_opts_help(FILE *f, const cli_opt *opts, size_t n, int width) {
     char left[128];
     snprintf(left, sizeof left, "%s--%s%s%s", opts[i].id == 'h' ? "-h, " : "", opts[i].name,
              opts[i].arg ? " " : "", opts[i].arg ? opts[i].arg : "");
-    fprintf(f, "  %-*s ", width, left);
+    if ((int)strlen(left) > width) fprintf(f, "  %s  ", left); /* a long one: two spaces */
+    else fprintf(f, "  %-*s ", width, left);
     if (!*opts[i].help) fputc('\n', f);
     for (const char *h = opts[i].help; *h;) {
       const char *nl = strchr(h, '\n');

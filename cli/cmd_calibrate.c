@@ -56,38 +56,48 @@ static const char usage[] =
     "cross-validated (K folds), the rows kept aside (set holdout) before and after, never\n"
     "fitted, and Kendall's tau per set of runs of one model; stores the calibration once per\n"
     "cluster of the fitted runs.\n"
-    "\n"
-    "  --cluster C     the cluster (preset, JSON or file) whose measurements to fit\n"
-    "  --gpus N        its size (default: the largest group measured)\n"
-    "  --db F          store file (default podplan.db)\n"
-    "  --kind K        only measurements of kind coll or gemm, or only runs' iterations (iter)\n"
-    "  --fit LIST      only these parameters (names of `predict --param`)\n"
-    "  --holdout F     fraction of the measurements kept out of the fit (0 .. 0.9), to report\n"
-    "                  the error on them before and after; 'plans': a third of the runs, every\n"
-    "                  measurement of them\n"
-    "  --seed S        which ones (default 1)\n"
-    "  --robust        Cauchy weights: outliers count less\n"
-    "  --plots DIR     also draw with gnuplot (PNG and SVG): predicted against measured before\n"
-    "                  and after, and the error by size (calibration-ID-*.png|svg); DIR\n"
-    "                  is made with its missing parents\n"
-    "  --from-search RUN  run plans of search run RUN (its id in the store) first\n"
-    "  --launch CMD    the launcher, split at blanks (no shell), e.g. \"mpirun -n 2\"\n"
-    "  --top K         the K fastest plans of the run (default 12, at most 256)\n"
-    "  --spread        K plans spread evenly over the run's stored ranking instead (search\n"
-    "                  with a large --top), first and last included\n"
-    "  --device D      cpu or cuda (default: cpu for a cluster of CPU ranks, else cuda)\n"
-    "  --layers L      --shrink W  run fewer layers, a narrower model (podplan run's)\n"
-    "  --iters N       timed iterations per run (default 3)\n"
-    "  --runs F        published runs (CSV) instead of stored measurements\n"
-    "  --folds K       cross-validation folds for --runs (default 5)\n"
-    "  --show ID       print stored calibration ID\n"
-    "  --json          calibration_id, measurements, params_fitted (name: value, sigma, prior),\n"
-    "                  not_informed, undetermined, mape_before/after, bias_before/after,\n"
-    "                  holdout_mape_before/after, rms_log_before/after, collectives_by_size,\n"
-    "                  by_kind, skipped, merged, folded; with runs: plans,\n"
-    "                  kendall_tau_before/after, holdout_kendall_tau_before/after; with\n"
-    "                  --runs calibration_ids, by_source, ranking (docs/cli.md lists them)\n"
-    "  -h, --help      this text\n";
+    "\n";
+
+/* The options: getopt's table and the help's text. */
+static const cli_opt opts[] = {
+    {"cluster", "C", 'c', "the cluster (preset, JSON or file) whose measurements to fit"},
+    {"gpus", "N", 'g', "its size (default: the largest group measured)"},
+    {"db", "F", 'd', "store file (default podplan.db)"},
+    {"kind", "K", 'k', "only measurements of kind coll or gemm, or only runs' iterations (iter)"},
+    {"fit", "LIST", 'f', "only these parameters (names of `predict --param`)"},
+    {"holdout", "F", 'H',
+     "fraction of the measurements kept out of the fit (0 .. 0.9), to report\n"
+     "the error on them before and after; 'plans': a third of the runs, every\n"
+     "measurement of them"},
+    {"seed", "S", 's', "which ones (default 1)"},
+    {"robust", NULL, 'r', "Cauchy weights: outliers count less"},
+    {"plots", "DIR", 'G',
+     "also draw with gnuplot (PNG and SVG): predicted against measured before\n"
+     "and after, and the error by size (calibration-ID-*.png|svg); DIR\n"
+     "is made with its missing parents"},
+    {"from-search", "RUN", 'X', "run plans of search run RUN (its id in the store) first"},
+    {"launch", "CMD", 'L', "the launcher, split at blanks (no shell), e.g. \"mpirun -n 2\""},
+    {"top", "K", 'K', "the K fastest plans of the run (default 12, at most 256)"},
+    {"spread", NULL, 'p',
+     "K plans spread evenly over the run's stored ranking instead (search\n"
+     "with a large --top), first and last included"},
+    {"device", "D", 'D', "cpu or cuda (default: cpu for a cluster of CPU ranks, else cuda)"},
+    {"layers", "L", 'l', "run fewer layers (podplan run's)"},
+    {"shrink", "W", 'W', "a narrower model (podplan run's)"},
+    {"iters", "N", 'n', "timed iterations per run (default 3)"},
+    {"runs", "F", 'R', "published runs (CSV) instead of stored measurements"},
+    {"folds", "K", 'F', "cross-validation folds for --runs (default 5)"},
+    {"show", "ID", 'S', "print stored calibration ID"},
+    {"json", NULL, 'j',
+     "calibration_id, measurements, params_fitted (name: value, sigma, prior),\n"
+     "not_informed, undetermined, mape_before/after, bias_before/after,\n"
+     "holdout_mape_before/after, rms_log_before/after, collectives_by_size,\n"
+     "by_kind, skipped, merged, folded; with runs: plans,\n"
+     "kendall_tau_before/after, holdout_kendall_tau_before/after; with\n"
+     "--runs calibration_ids, by_source, ranking (docs/cli.md lists them)"},
+    {"help", NULL, 'h', "this text"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static const char *const CMD = "calibrate";
 
@@ -96,6 +106,7 @@ int cmd_calibrate(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 15);
       return 0;
     }
   fprintf(stderr, "podplan %s: built without GSL (libgsl-dev; cmake -DPODPLAN_GSL=ON)\n", CMD);
@@ -355,25 +366,17 @@ static int show(const cal_args *a) {
 }
 
 int cmd_calibrate(int argc, char **argv) {
-  static const struct option longs[] = {
-      {"cluster", required_argument, NULL, 'c'}, {"gpus", required_argument, NULL, 'g'},
-      {"db", required_argument, NULL, 'd'},      {"kind", required_argument, NULL, 'k'},
-      {"fit", required_argument, NULL, 'f'},     {"holdout", required_argument, NULL, 'H'},
-      {"seed", required_argument, NULL, 's'},    {"robust", no_argument, NULL, 'r'},
-      {"show", required_argument, NULL, 'S'},    {"json", no_argument, NULL, 'j'},
-      {"runs", required_argument, NULL, 'R'},    {"folds", required_argument, NULL, 'F'},
-      {"plots", required_argument, NULL, 'G'},   {"from-search", required_argument, NULL, 'X'},
-      {"top", required_argument, NULL, 'K'},     {"launch", required_argument, NULL, 'L'},
-      {"device", required_argument, NULL, 'D'},  {"layers", required_argument, NULL, 'l'},
-      {"shrink", required_argument, NULL, 'W'},  {"iters", required_argument, NULL, 'n'},
-      {"spread", no_argument, NULL, 'p'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  struct option longs[NOPTS + 1];
+  cli_opts_longs(opts, NOPTS, longs);
   cal_args a = {.o = {.db = STORE_DEFAULT_PATH, .seed = 1, .folds = 5, .top = 12, .iters = 3}};
   int first = 1, c, seed = 1;
   char *end;
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     switch (c) {
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h':
+      fputs(usage, stdout);
+      cli_opts_help(stdout, opts, NOPTS, 15);
+      return 0;
     case 'c': a.cluster = optarg; break;
     case 'g':
       if (cli_int(CMD, "--gpus", optarg, 2, SPEC_MAX_GPUS, &a.gpus)) return 2;
