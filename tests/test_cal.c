@@ -355,8 +355,8 @@ static void fit_to_bound(world *w, cal_obs *o, size_t n, const char *name, doubl
     if (q) {
       printf("at a bound: %s prior %g fitted %g sigma %g; MAPE %.2f%% -> %.2f%%\n", name,
              q->prior, q->value, q->sigma, r.mape_before, r.mape_after);
-      CHECK_EQ(q->value, bound);
-      CHECK_EQ(q->sigma, 0);
+      CHECK_DEQ(q->value, bound);
+      CHECK_DEQ(q->sigma, 0);
     }
     *before = r.mape_before, *after = r.mape_after;
     cal_result_free(&r);
@@ -470,7 +470,7 @@ static void run_colls(void) {
   const char *why = NULL, *key[4] = {"run:x", "run:x", "run:x", "run:x"};
   CHECK_EQ(cal_obs_from_row(&row, 7, &c16, &o[0], &why), 1);
   CHECK_EQ(o[0].kind, CAL_COLL);
-  CHECK_EQ(o[0].time_s, 0.002);
+  CHECK_DEQ(o[0].time_s, 0.002);
   CHECK_EQ(o[0].stride, 2);
   CHECK_EQ(cal_obs_from_row(&row, 7, &w.c, &o[3], &why), 0); /* 15 GPUs wide on 8 */
   CHECK(why && strstr(why, "larger than the cluster"));
