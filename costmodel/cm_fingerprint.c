@@ -1,7 +1,8 @@
 /* The cost model's fingerprint: a hash of its default parameters and of what it predicts for a
  * fixed set of plans, one or more on every kind of fabric and parallelism (TP, PP with
  * interleaving and boundaries across NVLink partitions, CP, EP, ZeRO-1 and both ZeRO-3 paths,
- * a non-uniform plan, a torus, a one-NIC cluster). Studies and search runs keep it in the key
+ * a non-uniform plan, a torus, a one-NIC cluster; NCCL's tree, NVLSTree and PAT; an fp8
+ * model), so that a change of any parameter of the table changes it (test_costmodel). Studies and search runs keep it in the key
  * they are stored by, so that a store written by another version of the model is not read
  * back as if this one had computed it (a change the plans below do not see escapes it). */
 #include <stdio.h>
@@ -27,6 +28,19 @@ static const struct {
     {"gpt3-6.7b", "dgx-a100", 64, "tp=2,dp=32,mbs=2,gbs=256,zero=3", NULL},
     {"gpt3-6.7b", "dgx-a100", 64, "tp=2,dp=32,mbs=2,gbs=256,zero=3",
      "zero3.sync=1,zero3.grad_allreduce=1,zero3.prefetch=0"},
+    /* ZeRO-3 under full recompute (units kept gathered from the recomputed forward to the
+     * backward), and with one rank per node (PAT's all-gathers) */
+    {"gpt3-6.7b", "dgx-a100", 64, "tp=2,dp=32,mbs=2,gbs=256,zero=3,recompute=full", NULL},
+    {"gpt3-1.3b", "dgx-h100", 64, "tp=8,dp=8,mbs=1,gbs=64,zero=3", NULL},
+    /* TP across two nodes (NVLSTree); a small model's DP all-reduce over 64 nodes (tree) */
+    {"gpt3-6.7b", "dgx-h100", 16, "tp=16,mbs=1,gbs=16", NULL},
+    {"{\"name\":\"fp-small\",\"layers\":8,\"hidden\":1024,\"heads\":16,\"seq_len\":2048,"
+     "\"vocab\":32000}",
+     "dgx-a100", 512, "tp=8,dp=64,mbs=1,gbs=64,zero=0", NULL},
+    /* an fp8 model (whether its weights keep a bf16 copy) */
+    {"{\"name\":\"fp-fp8\",\"layers\":8,\"hidden\":2048,\"heads\":16,\"seq_len\":2048,"
+     "\"vocab\":32000,\"dtype\":\"fp8\"}",
+     "dgx-h100", 8, "tp=8,mbs=1,gbs=8", NULL},
     {"gpt3-1.3b", "dgx-h100", 16,
      "{\"gbs\":64,\"microbatches\":32,\"zero\":1,\"stages\":["
      "{\"layers\":[0,10],\"gpus\":[0,1,2,3],\"tp\":4},"
@@ -44,8 +58,9 @@ static void mix_num(unsigned long long *h, double v) {
   mix(h, buf);
 }
 
-unsigned long long cm_fingerprint(void) {
+unsigned long long cm__fingerprint_with(const char *params, int *refused) {
   unsigned long long h = 0xcbf29ce484222325ull;
+  if (refused) *refused = 0;
   for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
     spec_model m;
     spec_cluster c;
@@ -66,11 +81,13 @@ unsigned long long cm_fingerprint(void) {
           if (!cm_params_get(&prm, cm_params_name(k), &v)) mix_num(&h, v);
         }
       rc = (probes[i].params && cm_params_apply(&prm, probes[i].params, &err)) ||
+           (params && cm_params_apply(&prm, params, &err)) ||
            spec_plan_parse(probes[i].plan, &p, &err) || spec_plan_resolve(&p, &m, &c, &err) ||
            cm_model_create(&m, &c, &prm, &cm, &err) || cm_eval(cm, &p, &r, &err);
     }
     if (rc) { /* a probe the model refuses is part of its behaviour too */
       mix(&h, err.msg);
+      if (refused) (*refused)++;
     } else {
       const cm_breakdown *t = &r.t;
       double v[] = {r.iter_time_s, r.mem_gib_per_gpu, t->compute_s, t->tp_comm_s, t->cp_comm_s,
@@ -82,3 +99,5 @@ unsigned long long cm_fingerprint(void) {
   }
   return h;
 }
+
+unsigned long long cm_fingerprint(void) { return cm__fingerprint_with(NULL, NULL); }

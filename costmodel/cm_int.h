@@ -106,4 +106,9 @@ double cm__mem_time(const cm_model *cm, double bytes);
 double cm__gemm(const cm_model *cm, double m, double n, double k, double batch, double peak,
                 double *eff);
 
+/* cm_fingerprint with `params` ("name=value,...", or NULL) applied to every probe after its
+ * defaults are mixed in, so a change seen only through the probes' predictions; *refused (may
+ * be NULL) counts the probes the model refused. cm_fingerprint() is cm__fingerprint_with(NULL). */
+unsigned long long cm__fingerprint_with(const char *params, int *refused);
+
 #endif

@@ -17,6 +17,7 @@
  * placed at its copy that spans the most NVLink domains (group_copies). */
 #include <stdlib.h>
 
+#include "../costmodel/cm_int.h"
 #include "check.h"
 #include "podplan/cm.h"
 
@@ -554,10 +555,10 @@ static void zero3_scaling(void) {
   cm_z3_unit u[CM_Z3_UNITS];
   double h = 12288;
   CHECK_EQ(cm_zero3_units(cm, &co, u), 4);
-  CHECK_NEAR(u[0].numel, 3 * h * h, 1);
-  CHECK_NEAR(u[1].numel, h * h, 1);
-  CHECK_NEAR(u[2].numel, 4 * h * h, 1);
-  CHECK_NEAR(u[3].numel, 4 * h * h, 1);
+  CHECK_DEQ(u[0].numel, 3 * h * h);
+  CHECK_DEQ(u[1].numel, h * h);
+  CHECK_DEQ(u[2].numel, 4 * h * h);
+  CHECK_DEQ(u[3].numel, 4 * h * h);
   CHECK(u[0].gathered && u[3].count == 1 && !u[3].expert);
   cm_model_destroy(cm);
   fprintf(stderr, "zero3: 175B %.1f/%.1f/%.1f s; exposed %.1f, no prefetch %.1f, whole %.1f, "
@@ -565,10 +566,67 @@ static void zero3_scaling(void) {
           t[0], t[1], t[2], v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
 }
 
+/* The fingerprint studies and searches key their results by (cm_fingerprint.c) sees a change
+ * of every parameter of the table through its probes' predictions alone (cm__fingerprint_with
+ * applies it after the defaults were mixed in): a 0/1 switch flipped, an integer moved by one,
+ * a real multiplied and divided by 4 within its bounds (either must change the hash), the
+ * ZeRO-3 thresholds moved past a whole unit of the probes' models; the model refuses none of
+ * the probes, and with no change the hash is cm_fingerprint()'s. The parameters no probe can
+ * read are named below with why. */
+static void fingerprint(void) {
+  static const char *unread[] = {
+      "hier.half_bytes", "hier.gamma", "hier.base_us", /* no collective's choice is HIER */
+  };
+  static const struct {
+    const char *name;
+    double value;
+  } moved[] = {
+      /* GPT-3 6.7B's smallest gathered unit is h^2 = 16.8M elements */
+      {"zero3.persist_numel", 1e8}, /* every unit stays whole */
+      {"zero3.live_numel", 1e7},    /* below one unit: no prefetch */
+      {"zero3.reuse_numel", 0},     /* nothing kept from the recomputed forward */
+  };
+  int refused = -1;
+  unsigned long long base = cm__fingerprint_with(NULL, &refused);
+  CHECK(base == cm_fingerprint());
+  CHECK_EQ(refused, 0);
+  cm_params def;
+  spec_model m;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-175b", &m, &err), PP_OK);
+  cm_params_default(&m, &def);
+  int escaped = 0;
+  for (size_t k = 0; k < cm_params_count(); k++) {
+    const char *name = cm_params_name(k);
+    double v = 0, lo = 0, hi = 0, w[2];
+    int is_int = 0, listed = 0, n = 2, seen = 0;
+    CHECK_EQ(cm_params_get(&def, name, &v), PP_OK);
+    CHECK_EQ(cm_params_bounds(name, &lo, &hi, &is_int), PP_OK);
+    if (is_int)
+      w[0] = hi - lo == 1 ? lo + hi - v : v + 1 <= hi ? v + 1 : v - 1, n = 1;
+    else
+      w[0] = fmin(v == 0 ? lo + 0.01 * (hi - lo) : 4 * v, hi), w[1] = fmax(v / 4, lo);
+    for (size_t u = 0; u < sizeof moved / sizeof moved[0]; u++)
+      if (!strcmp(moved[u].name, name)) w[0] = moved[u].value, n = 1;
+    for (size_t u = 0; u < sizeof unread / sizeof unread[0]; u++) listed |= !strcmp(unread[u], name);
+    for (int j = 0; j < n; j++) {
+      char set[96];
+      int r = -1;
+      snprintf(set, sizeof set, "%s=%.17g", name, w[j]);
+      seen |= cm__fingerprint_with(set, &r) != base;
+      CHECK_EQ(r, 0);
+    }
+    if (seen == listed) {
+      fprintf(stderr, "fingerprint: %s (%g) %s\n", name, v,
+              listed ? "is listed as unread but changes it" : "escapes it");
+      escaped++;
+    }
+  }
+  CHECK_EQ(escaped, 0);
+}
+
 int main(void) {
-  /* the fingerprint studies key their results by: the same in one build, not a constant */
-  CHECK(cm_fingerprint() == cm_fingerprint());
-  CHECK(cm_fingerprint() != 0);
+  fingerprint();
   p2p_boundaries();
   group_copies();
   zero3_scaling();
