@@ -273,8 +273,8 @@ static void coef_from(const cm_model *cm, const cm__cfg *g, const cm__layer_entr
   s->head_bwd_s = e->head_b;
   s->head_params = cm->head_params / g->tp;
   s->head_mem_bytes = e->head_mem;
-  s->dp_pl = g->dp_pl;
-  s->edp_pl = g->edp_pl;
+  s->tp_pl = g->tp_pl, s->cp_pl = g->cp_pl, s->ep_pl = g->ep_pl;
+  s->dp_pl = g->dp_pl, s->edp_pl = g->edp_pl;
 }
 
 /* Adds `layers` layers (and the embedding or the head) of a stage's coefficients to a rank:
@@ -306,22 +306,6 @@ static void add_chunk(const cm_model *cm, const cm_stage_coef *s, int layers, in
     if (!(embed && cm->m.tied_embeddings)) r->params += s->head_params; /* own copy */
     r->other_bytes += s->head_mem_bytes;
   }
-}
-
-int cm_priced_group(const spec_plan *p, int stage, spec_grp kind, int *out) {
-  int uniform = p->nstages == 0;
-  if ((unsigned)kind >= SPEC_NGRPS || stage < 0 || stage >= (uniform ? p->pp : p->nstages))
-    return -1;
-  const spec_stage *st = uniform ? NULL : &p->stages[stage];
-  int tp = uniform ? p->tp : st->tp, cp = uniform ? p->cp : st->cp;
-  int dp = uniform ? p->dp : st->dp, ep = uniform ? p->ep : st->ep;
-  spec_grp_rule r[SPEC_NGRPS];
-  spec_grp_rules(tp, cp, dp, ep, r);
-  for (int q = 0; q < r[kind].count; q++) {
-    int rank = q * r[kind].stride;
-    out[q] = uniform ? stage * tp * cp * dp + rank : st->gpus[rank];
-  }
-  return r[kind].count;
 }
 
 /* Where a uniform plan's groups sit: the groups of its first rank, by the layout's rule
@@ -921,6 +905,34 @@ static void uniform_ranks(cm_model *cm, const spec_plan *p, int P, int nvs, cons
   }
 }
 
+/* The coefficients cm_eval evaluates stage i of p with: a uniform plan's stages share one set
+ * (its groups placed by count and stride), a non-uniform stage's come from its GPU ids. */
+static int plan_stage_coef(cm_model *cm, const spec_plan *p, int i, cm_stage_coef *out,
+                           pp_err *err) {
+  if (p->nstages == 0) {
+    cm__cfg g;
+    make_cfg(cm, &g, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
+    coef_from(cm, &g, layer_costs(cm, &g), out);
+    return PP_OK;
+  }
+  const spec_stage *st = &p->stages[i];
+  cm_stage_cfg g = {st->tp, st->cp, st->dp, st->ep, p->gbs / p->microbatches / st->dp, p->sp,
+                    st->recompute};
+  return cm_stage_coef_get(cm, &g, st->gpus, st->ngpus, out, err);
+}
+
+int cm_stage_places(cm_model *cm, const spec_plan *p, int stage, cm_place out[SPEC_NGRPS],
+                    pp_err *err) {
+  if (stage < 0 || stage >= (p->nstages == 0 ? p->pp : p->nstages))
+    return pp_err_set(err, PP_PLAN, "plan: no stage %d", stage);
+  cm_stage_coef co;
+  int rc = plan_stage_coef(cm, p, stage, &co, err);
+  if (rc) return rc;
+  out[SPEC_GRP_TP] = co.tp_pl, out[SPEC_GRP_CP] = co.cp_pl, out[SPEC_GRP_DP] = co.dp_pl;
+  out[SPEC_GRP_EP] = co.ep_pl, out[SPEC_GRP_EDP] = co.edp_pl;
+  return PP_OK;
+}
+
 /* The ranks of a non-uniform plan, one per stage (coefs: its coefficients, filled here), and
  * each stage's p2p time to the next. */
 static int stage_ranks(cm_model *cm, const spec_plan *p, int P, cm_stage_coef *coefs,
@@ -928,8 +940,7 @@ static int stage_ranks(cm_model *cm, const spec_plan *p, int P, cm_stage_coef *c
   int samples = p->gbs / p->microbatches, rc;
   for (int i = 0; i < P; i++) {
     const spec_stage *st = &p->stages[i];
-    cm_stage_cfg g = {st->tp, st->cp, st->dp, st->ep, samples / st->dp, p->sp, st->recompute};
-    if ((rc = cm_stage_coef_get(cm, &g, st->gpus, st->ngpus, &coefs[i], err))) return rc;
+    if ((rc = plan_stage_coef(cm, p, i, &coefs[i], err))) return rc;
     rk[i].co = &coefs[i];
     add_chunk(cm, &coefs[i], st->layer_end - st->layer_begin, i == 0, i == P - 1, &rk[i]);
     p2p[i] = 0;
@@ -1087,7 +1098,6 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
                       cm->c.gpus, cm->c.name);
 
   rank_cost stack[MAX_STACK_RANKS], *rk = stack;
-  cm__cfg cfg_u;
   cm_stage_coef coef_u, *coefs = NULL;
   int nvs = P * v;
   int counts_stack[MAX_STACK_RANKS], *counts = counts_stack;
@@ -1108,8 +1118,7 @@ int cm_eval(cm_model *cm, const spec_plan *p, cm_result *out, pp_err *err) {
 
   int zero = p->zero;
   if (uniform) {
-    make_cfg(cm, &cfg_u, p->tp, p->cp, p->dp, p->ep, p->mbs, p->sp, p->recompute);
-    coef_from(cm, &cfg_u, layer_costs(cm, &cfg_u), &coef_u);
+    plan_stage_coef(cm, p, 0, &coef_u, err);
     spec_plan_stage_layers(p, m, counts);
     uniform_ranks(cm, p, P, nvs, counts, &coef_u, rk, p2p);
   } else if (!(coefs = calloc((size_t)P, sizeof *coefs))) {

@@ -10,7 +10,7 @@
  * resolve again to the same JSON; its layout builds and places every GPU of the plan exactly
  * once, each group's members on GPUs of the plan in the group's stage, every GPU in exactly
  * one group of each kind with the sizes the degrees give, and the layers split over the stages;
- * the groups the cost model prices (cm_priced_group) are the layout's, member for member;
+ * the groups the cost model prices (cm_stage_places) sit where the layout's do;
  * the evaluation's figures are finite and non-negative, its breakdown parts too (the pipeline
  * bubble once came out at -1.4e-14 s with pp=1: corpus/plan/regress-bubble-rounding), and its
  * breakdown adds up to the iteration time. */
@@ -140,25 +140,48 @@ static void check_layout(const spec_plan *p, const spec_model *m, const spec_lay
   free(count);
 }
 
-/* The groups the cost model prices (cm_priced_group: the group of each stage's first rank)
- * are the layout's groups, member for member. */
-static void check_priced_groups(const spec_plan *p, const spec_layout *l, int gpus) {
-  int *mem = malloc((size_t)gpus * sizeof *mem);
-  FZ_CHECK(mem != NULL, "out of memory");
-  for (int s = 0; s < l->nstages; s++)
+/* b differs from a in where it places a group: size, levels, span, members per node and
+ * domain, bandwidth and latency at each level crossed */
+static int place_differs(const cm_place *a, const cm_place *b) {
+  int d = a->ranks != b->ranks || a->levels != b->levels || a->nodes != b->nodes ||
+          a->domains != b->domains || a->per_node != b->per_node ||
+          a->per_domain != b->per_domain;
+  for (int v = 0; v < CM_NLEVELS; v++)
+    if (a->levels >> v & 1) d |= a->bw_gbps[v] != b->bw_gbps[v] || a->lat_us[v] != b->lat_us[v];
+  return d;
+}
+
+/* The groups the cost model prices (cm_stage_places: the placements of the coefficients
+ * cm_eval evaluates each stage with) sit where the layout's groups do: a non-uniform stage's
+ * where the layout's group holding its first GPU is; a uniform plan's where the layout's copy
+ * of each kind spanning the most domains, then nodes, is. */
+static void check_priced_groups(cm_model *cm, const spec_plan *p, const spec_layout *l) {
+  pp_err err = {0};
+  for (int s = 0; s < l->nstages; s++) {
+    cm_place pl[SPEC_NGRPS];
+    FZ_CHECK(cm_stage_places(cm, p, s, pl, &err) == PP_OK, "stage %d: %s", s, err.msg);
     for (int k = 0; k < SPEC_NGRPS; k++) {
-      int n = cm_priced_group(p, s, (spec_grp)k, mem);
-      FZ_CHECK(n >= 1 && mem[0] >= 0 && mem[0] < gpus && l->slot_of_gpu[mem[0]] >= 0,
-               "stage %d: priced %s group of %d members from gpu %d", s, spec_grp_name(k), n,
-               n >= 1 ? mem[0] : -1);
-      const spec_group *G = &l->groups[l->slots[l->slot_of_gpu[mem[0]]].group[k]];
-      FZ_CHECK(G->n == n && G->stage == s, "stage %d: priced %s group has %d members, layout %d",
-               s, spec_grp_name(k), n, G->n);
-      for (int q = 0; q < n; q++)
-        FZ_CHECK(G->gpus[q] == mem[q], "stage %d: priced %s group member %d: gpu %d, layout %d",
-                 s, spec_grp_name(k), q, mem[q], G->gpus[q]);
+      cm_place want = {0}, b;
+      int found = 0;
+      for (int i = 0; i < l->ngroups; i++) {
+        const spec_group *G = &l->groups[i];
+        if (G->kind != (spec_grp)k) continue;
+        if (p->nstages && !(G->stage == s && l->slot_of_gpu[p->stages[s].gpus[0]] >= 0 &&
+                            l->slots[l->slot_of_gpu[p->stages[s].gpus[0]]].group[k] == i))
+          continue;
+        cm_place_list(cm, G->gpus, G->n, &b);
+        if (!found || b.domains > want.domains ||
+            (b.domains == want.domains && b.nodes > want.nodes))
+          want = b, found = 1;
+      }
+      FZ_CHECK(found, "stage %d: no layout group of kind %s", s, spec_grp_name(k));
+      FZ_CHECK(!place_differs(&pl[k], &want),
+               "stage %d: %s group priced over %d ranks, %d nodes, %d domains; the layout's "
+               "over %d ranks, %d nodes, %d domains",
+               s, spec_grp_name(k), pl[k].ranks, pl[k].nodes, pl[k].domains, want.ranks,
+               want.nodes, want.domains);
     }
-  free(mem);
+  }
 }
 
 static void check_result(const cm_result *r, int nstages) {
@@ -219,10 +242,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rc = spec_layout_build(&p, &m, c.gpus, &l, &err);
   FZ_CHECK(rc == PP_OK, "valid plan has no layout: %s", err.msg);
   check_layout(&p, &m, &l, c.gpus);
-  check_priced_groups(&p, &l, c.gpus);
 
   rc = cm_model_create(&m, &c, NULL, &cm, &err);
   FZ_CHECK(rc == PP_OK, "cost model: %s", err.msg);
+  check_priced_groups(cm, &p, &l);
   cm_result r;
   rc = cm_eval(cm, &p, &r, &err);
   if (rc)

@@ -3,13 +3,14 @@
  * - 400 random uniform plans (tp, cp, dp, ep, pp drawn; the ones spec_plan_resolve accepts)
  *   and 400 random non-uniform plans (1-4 stages on a random permutation of the GPUs, each
  *   stage with its own tp, cp, dp, ep): spec_layout_build, then for every stage and group
- *   kind, cm_priced_group (the members cm_eval places) must equal, member for member, the
- *   layout's group of that kind holding the stage's first GPU; every layout group has the
- *   size spec_grp_rules gives and lies inside one stage; cm_eval succeeds with a finite,
- *   positive iteration time (under the sanitizer build this also proves cm_eval reads only
- *   the stage's GPUs). Uniform plans: the count-and-stride placement cm_eval uses
- *   (cm_place_group) crosses the same levels with the same bandwidth as the placement of the
- *   layout's actual members (cm_place_list).
+ *   kind, the placement cm_eval prices the group at (cm_stage_places: the placements of the
+ *   coefficients cm_eval evaluates the stage with) must equal the placement of the layout's
+ *   members (cm_place_list): non-uniform stages, the layout's group holding the stage's first
+ *   GPU; uniform plans (groups placed by count and stride), the layout's copy of that kind
+ *   that spans the most NVLink domains, then nodes. Every layout group has the size
+ *   spec_grp_rules gives and lies inside one stage; cm_eval succeeds with a finite, positive
+ *   iteration time (under the sanitizer build this also proves cm_eval reads only the
+ *   stage's GPUs).
  * - the regression case: the 75-byte non-uniform plan with cp=2 on 2 GPUs whose expert
  *   data-parallel group used to be read past the stage's GPU array. */
 #include <stdlib.h>
@@ -34,6 +35,71 @@ static const spec_group *layout_group(const spec_layout *l, int gpu, spec_grp ki
   return s < 0 ? NULL : &l->groups[l->slots[s].group[kind]];
 }
 
+/* a and b place a group alike: its size, the levels it crosses, the nodes and domains it
+ * spans, its members per node and per domain, and its bandwidth and latency at each level */
+static int same_place(const cm_place *a, const cm_place *b) {
+  int same = a->ranks == b->ranks && a->levels == b->levels && a->nodes == b->nodes &&
+             a->domains == b->domains && a->per_node == b->per_node &&
+             a->per_domain == b->per_domain;
+  for (int v = 0; v < CM_NLEVELS; v++)
+    if (a->levels >> v & 1) same &= a->bw_gbps[v] == b->bw_gbps[v] && a->lat_us[v] == b->lat_us[v];
+  if (!same)
+    fprintf(stderr, "placements differ: %d ranks, levels %#x, %d nodes, %d domains, %d/node, "
+                    "%d/domain vs %d, %#x, %d, %d, %d, %d\n", a->ranks, a->levels, a->nodes,
+            a->domains, a->per_node, a->per_domain, b->ranks, b->levels, b->nodes, b->domains,
+            b->per_node, b->per_domain);
+  return same;
+}
+
+/* Where the layout's groups of `kind` sit that every copy waits for: of all of them (they tile
+ * the cluster), the one spanning the most NVLink domains, then nodes. */
+static void widest_copy(const cm_model *cm, const spec_layout *l, spec_grp kind, cm_place *out) {
+  int found = 0;
+  for (int i = 0; i < l->ngroups; i++) {
+    if (l->groups[i].kind != kind) continue;
+    cm_place b;
+    cm_place_list(cm, l->groups[i].gpus, l->groups[i].n, &b);
+    if (!found || b.domains > out->domains ||
+        (b.domains == out->domains && b.nodes > out->nodes))
+      *out = b, found = 1;
+  }
+  CHECK(found);
+}
+
+/* Every stage's groups as cm_eval prices them (cm_stage_places: the placements of the
+ * coefficients cm_eval evaluates the stage with) against the layout's groups: a non-uniform
+ * stage's are those of the layout's group holding the stage's first GPU; a uniform plan's,
+ * alike for every stage, those of the layout's widest copy of each kind. */
+static void check_places(cm_model *cm, const spec_plan *p, const spec_layout *l, counts *n) {
+  int uniform = p->nstages == 0, P = uniform ? p->pp : p->nstages;
+  pp_err err = {0};
+  for (int s = 0; s < P; s++) {
+    const spec_stage *st = uniform ? NULL : &p->stages[s];
+    spec_grp_rule r[SPEC_NGRPS];
+    spec_grp_rules(uniform ? p->tp : st->tp, uniform ? p->cp : st->cp,
+                   uniform ? p->dp : st->dp, uniform ? p->ep : st->ep, r);
+    cm_place pl[SPEC_NGRPS];
+    CHECK_EQ(cm_stage_places(cm, p, s, pl, &err), PP_OK);
+    for (int k = 0; k < SPEC_NGRPS; k++) {
+      cm_place want;
+      CHECK_EQ(pl[k].ranks, r[k].count);
+      if (uniform) {
+        widest_copy(cm, l, (spec_grp)k, &want);
+      } else {
+        const spec_group *g = layout_group(l, st->gpus[0], (spec_grp)k);
+        CHECK(g != NULL);
+        if (!g) continue;
+        CHECK_EQ(g->stage, s);
+        cm_place_list(cm, g->gpus, g->n, &want);
+      }
+      CHECK(same_place(&pl[k], &want));
+      n->groups++;
+    }
+  }
+  cm_place none[SPEC_NGRPS];
+  CHECK_EQ(cm_stage_places(cm, p, P, none, &err), PP_PLAN);
+}
+
 static void check_plan(const spec_model *m, const spec_cluster *c, spec_plan *p, counts *n) {
   pp_err err = {0};
   spec_layout l;
@@ -42,36 +108,10 @@ static void check_plan(const spec_model *m, const spec_cluster *c, spec_plan *p,
     CHECK(0);
     return;
   }
-  int uniform = p->nstages == 0, P = uniform ? p->pp : p->nstages;
-  int *mem = malloc((size_t)c->gpus * sizeof *mem);
+  int uniform = p->nstages == 0;
   cm_model *cm = NULL;
   CHECK(cm_model_create(m, c, NULL, &cm, &err) == PP_OK);
-  for (int s = 0; s < P; s++) {
-    const spec_stage *st = uniform ? NULL : &p->stages[s];
-    int tp = uniform ? p->tp : st->tp, cp = uniform ? p->cp : st->cp;
-    int dp = uniform ? p->dp : st->dp, ep = uniform ? p->ep : st->ep;
-    spec_grp_rule r[SPEC_NGRPS];
-    spec_grp_rules(tp, cp, dp, ep, r);
-    for (int k = 0; k < SPEC_NGRPS; k++) {
-      int cnt = cm_priced_group(p, s, (spec_grp)k, mem);
-      CHECK_EQ(cnt, r[k].count);
-      const spec_group *g = layout_group(&l, mem[0], (spec_grp)k);
-      CHECK(g != NULL);
-      if (!g) continue;
-      CHECK_EQ(g->stage, s);
-      CHECK_EQ(g->n, cnt);
-      for (int q = 0; q < cnt && q < g->n; q++) CHECK_EQ(g->gpus[q], mem[q]);
-      if (uniform && s == 0) {
-        cm_place a, b;
-        cm_place_group(cm, r[k].count, r[k].stride, &a);
-        cm_place_list(cm, g->gpus, g->n, &b);
-        CHECK_EQ(a.levels, b.levels);
-        for (int v = 0; v < CM_NLEVELS; v++)
-          if (a.levels >> v & 1) CHECK_NEAR(a.bw_gbps[v], b.bw_gbps[v], 1e-12);
-      }
-      n->groups++;
-    }
-  }
+  check_places(cm, p, &l, n);
   /* every group the layout has: the rule's size, members from one stage */
   for (int i = 0; i < l.ngroups; i++) {
     const spec_group *g = &l.groups[i];
@@ -88,7 +128,6 @@ static void check_plan(const spec_model *m, const spec_cluster *c, spec_plan *p,
   CHECK_EQ(rc, PP_OK);
   CHECK(isfinite(res.iter_time_s) && res.iter_time_s > 0);
   cm_model_destroy(cm);
-  free(mem);
   spec_layout_free(&l);
 }
 
@@ -164,10 +203,14 @@ static void regression_cp2(const spec_model *m) {
   CHECK(spec_cluster_load("dgx-h100", 8, &c, &err) == PP_OK);
   CHECK(spec_plan_parse(text, &p, &err) == PP_OK);
   CHECK(spec_plan_resolve(&p, m, &c, &err) == PP_OK);
-  int mem[8];
-  CHECK_EQ(cm_priced_group(&p, 0, SPEC_GRP_EDP, mem), 2);
-  CHECK_EQ(mem[0], 0);
-  CHECK_EQ(mem[1], 1);
+  cm_model *cm = NULL;
+  cm_place pl[SPEC_NGRPS], both;
+  const int gpus[2] = {0, 1};
+  CHECK_EQ(cm_model_create(m, &c, NULL, &cm, &err), PP_OK);
+  CHECK_EQ(cm_stage_places(cm, &p, 0, pl, &err), PP_OK);
+  cm_place_list(cm, gpus, 2, &both);
+  CHECK(same_place(&pl[SPEC_GRP_EDP], &both));
+  cm_model_destroy(cm);
   counts n = {0};
   check_plan(m, &c, &p, &n);
   CHECK_EQ(n.groups, SPEC_NGRPS);

@@ -260,7 +260,9 @@ typedef struct cm_stage_coef {
   /* the first stage's embedding and the last stage's final norm, LM head and loss */
   double embed_comp_s, embed_bwd_s, embed_params, embed_mem_bytes;
   double head_comp_s, head_bwd_s, head_params, head_mem_bytes;
-  cm_place dp_pl, edp_pl;          /* where its DP and expert-DP groups sit (ZeRO-3 gathers) */
+  cm_place tp_pl, cp_pl, ep_pl;    /* where its groups sit: the layer's TP, CP and EP */
+  cm_place dp_pl, edp_pl;          /* collectives were priced there; DP and expert-DP: the
+                                    * gradient reduction and ZeRO-3's gathers */
 } cm_stage_coef;
 
 /* Coefficients of a stage with configuration g on the n GPUs `gpus` (rank order: tp fastest,
@@ -357,12 +359,13 @@ double cm_stage_p2p(const cm_model *cm, const int *a, int na, int tp_a, const in
 void cm_place_group(const cm_model *cm, int n, int stride, cm_place *out);
 /* Placement of an explicit list of GPU ids (non-uniform plans). */
 void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *out);
-/* The members of the group of `kind` that cm_eval prices for pipeline stage `stage` of a
- * resolved plan: the group of the stage's first rank, by the layout's rule (spec_grp_rules).
- * Uniform plans: the stage's own copy of the group (cm_eval prices its shape at the copy of
- * its kind that spans the most domains: cm_place_group). Writes the member GPU ids (at most the stage's GPUs) to out and returns
- * their count, or -1 for a stage or kind out of range. */
-int cm_priced_group(const spec_plan *p, int stage, spec_grp kind, int *out);
+/* Where cm_eval prices the groups of pipeline stage `stage` of a resolved plan, indexed by
+ * spec_grp: the placements of the very coefficients cm_eval evaluates the stage with.
+ * Non-uniform stages: the groups of the stage's first rank, from its GPU ids (cm_place_list);
+ * uniform plans: each kind's shape by count and stride (cm_place_group), alike for every
+ * stage. PP_PLAN for a stage out of range. */
+int cm_stage_places(cm_model *cm, const spec_plan *p, int stage, cm_place out[SPEC_NGRPS],
+                    pp_err *err);
 
 /* The physical links of the fabric with the bandwidth the model gives them (bytes/s, per
  * direction, level efficiencies applied) and their one-hop latencies: the topology object the
