@@ -112,10 +112,10 @@ static void create_reopen(const char *dir) {
   CHECK_EQ(store_count(s, "models", &n, &err), PP_OK);
   CHECK_EQ(n, 1);
   store_close(s);
-  CHECK_NEAR(tu_sql_int(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"
-                            " AND params = ''"), 11, 0);
-  CHECK_NEAR(tu_sql_int(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"
-                            " AND params = 'flash_attention=0'"), 13, 0);
+  CHECK_DEQ(tu_sql_real(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"
+                           " AND params = ''"), 11);
+  CHECK_DEQ(tu_sql_real(db, "SELECT iter_time_s FROM scores WHERE source = 'costmodel'"
+                           " AND params = 'flash_attention=0'"), 13);
 
   /* a foreign key to a missing row is refused */
   CHECK_EQ(store_open(db, NULL, &s, &err), PP_OK);

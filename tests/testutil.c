@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <sqlite3.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,10 +131,25 @@ int tu_lines(const char *s) {
 }
 
 long long tu_sql_int(const char *db, const char *sql) {
-  char *t = tu_sql_text(db, sql);
-  long long n = t ? atoll(t) : -1;
+  char *t = tu_sql_text(db, sql), *end = NULL;
+  long long n = t ? strtoll(t, &end, 10) : -1;
+  if (t && (end == t || *end)) { /* a real or text value is not read as its integer part */
+    fprintf(stderr, "tu_sql_int: %s: \"%s\" is not an integer\n", sql, t);
+    n = LLONG_MIN;
+  }
   free(t);
   return n;
+}
+
+double tu_sql_real(const char *db, const char *sql) {
+  char *t = tu_sql_text(db, sql), *end = NULL;
+  double x = t ? strtod(t, &end) : NAN;
+  if (t && (end == t || *end)) {
+    fprintf(stderr, "tu_sql_real: %s: \"%s\" is not a number\n", sql, t);
+    x = NAN;
+  }
+  free(t);
+  return x;
 }
 
 char *tu_sql_text(const char *db, const char *sql) {

@@ -27,8 +27,11 @@ int tu_lines(const char *s);
 char *tu_read(const char *path, size_t *len);
 
 /* The first column of the first row of `sql` on the SQLite file `db` (opened read-only), as
- * an integer (-1 when it fails) or as malloc'd text (NULL when it fails). */
+ * an integer (-1 when it fails; LLONG_MIN, said on stderr, when the value is not an integer:
+ * a real is never cut to its integer part), as a double (NAN when it fails) or as malloc'd
+ * text (NULL when it fails). */
 long long tu_sql_int(const char *db, const char *sql);
+double tu_sql_real(const char *db, const char *sql);
 char *tu_sql_text(const char *db, const char *sql);
 
 #endif
