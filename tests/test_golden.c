@@ -1,6 +1,11 @@
-/* Golden outputs of the CLI: the canonical forms and the printed figures are a contract with
- * users and with the store. Regenerate a golden file only for a deliberate change:
- *   build/cli/podplan <args> > tests/fixtures/golden/<name>   (and say why in the commit). */
+/* Regression pins of the CLI's output, not validation: the canonical forms, hashes and
+ * printed figures are a contract with users and with the store (a stored spec is found by its
+ * hash), so any change of them must be deliberate. They are what this build printed when last
+ * regenerated; the figures in them are validated elsewhere (the presets' against published
+ * sizes and benchmarks/data/hardware.csv in test_presets, predictions against published runs
+ * in test_study). Regenerate a golden file only for a deliberate change, and say why in the
+ * commit:
+ *   build/cli/podplan <args> > tests/fixtures/golden/<name> */
 #include <stdlib.h>
 
 #include "check.h"
@@ -34,7 +39,8 @@ int main(int argc, char **argv) {
     char *want = tu_read(path, NULL);
     CHECK_EQ(r.status, 0);
     if (!want || !r.out || strcmp(want, r.out) != 0) {
-      fprintf(stderr, "golden %s differs; got:\n%s\n", goldens[i].file, r.out ? r.out : "");
+      fprintf(stderr, "regression pin %s differs (regenerate only for a deliberate change); "
+                      "got:\n%s\n", goldens[i].file, r.out ? r.out : "");
       CHECK(0);
     }
     free(want);

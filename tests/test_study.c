@@ -1,9 +1,9 @@
 /* The validation study end to end on the built-in data: the accuracy the cost model must keep
  * (MAPE of iteration time <= 10% over the SC'21 Table 1, Korthikanti and MT-NLG rows, every
  * published configuration of those feasible; all-reduce bus bandwidth on one 8-GPU node within
- * 10% of the published nccl-tests curves for messages >= 64 MiB, and at least 34 of the (at
- * least 44) multi-node and NVLink-domain points within 15%, one system flagged and not
- * counted), its CSV and its rows in a
+ * 10% of the published nccl-tests curves for messages >= 64 MiB; as a regression pin, not a
+ * target met, at least 34 of the (at least 44) multi-node and NVLink-domain points within 15%,
+ * one system flagged and not counted), its CSV and its rows in a
  * real database. Also `podplan predict` through the CLI: the JSON keys of docs/cli.md
  * and an infeasible plan that says by how much. Kendall's tau-b on hand-checked examples and
  * per set of runs of one model (validate_rank.csv). */
@@ -31,10 +31,16 @@ static void study(const char *dir) {
   CHECK(s.coll_points >= 11);
   CHECK(s.coll_max_err <= 10.0);
   /* the multi-node and NVLink-domain curves (all-reduce and all-gather) are compared too;
-   * the one system its author reports as underperforming (nccl#2409) is flagged, not counted;
-   * 34 of 44 points are within 15% today (docs/models.md lists the others) */
+   * the one system its author reports as underperforming (nccl#2409) is flagged, not counted.
+   * Their target (every point within 15%) is not met (README); what follows is a regression
+   * pin, not validation: 34 of the 44 points were within 15% when last regenerated
+   * (`podplan study validate` prints the count; docs/models.md lists the others), and fewer
+   * means the collective model got worse there */
   CHECK(s.coll_multi_points >= 44);
   CHECK_EQ(s.coll_flagged, 1);
+  if (s.coll_multi_within < 34)
+    fprintf(stderr, "regression pin: %d of %d multi-node points within 15%%, pinned 34\n",
+            s.coll_multi_within, s.coll_multi_points);
   CHECK(s.coll_multi_within >= 34);
   fprintf(stderr, "target MAPE %.1f%% (max %.1f%%), holdout MAPE %.1f%%, busbw max %.1f%%\n",
           s.target_mape, s.target_max, s.holdout_mape, s.coll_max_err);

@@ -238,10 +238,13 @@ static void alpa_gpt15b(void) {
   run_alpa("gpt-15b", &big, &r);
   CHECK(r.n > 0);
   if (r.n) CHECK(r.iter_s <= pub.iter_time_s);
-  /* but not Alpa's 4 stages of 8 GPUs: 8 stages of (1, 4), two per node, whose boundary
-   * inside a node is NVLink, so each stage waits on one 25 Gbit/s boundary per microbatch
-   * where Alpa's one-stage-per-node waits on two (cm_eval: a stage pays the mean of its two
-   * boundaries, twice per microbatch) */
+  /* Regression pin, not validation (Alpa's published plan, 4 stages of 8 GPUs, is the one
+   * checked above): the shape two-level finds today, 8 stages of (1, 4), two per node, whose
+   * boundary inside a node is NVLink, so each stage waits on one 25 Gbit/s boundary per
+   * microbatch where Alpa's one-stage-per-node waits on two (cm_eval: a stage pays the mean of
+   * its two boundaries, twice per microbatch). The line printed below gives the shape and the
+   * times; update the pin only for a deliberate change of the cost model or the search. */
+  if (r.n != 8) fprintf(stderr, "regression pin: gpt-15b 32 GiB: %d stages, pinned 8\n", r.n);
   CHECK_EQ(r.n, 8);
   for (int j = 0; j < r.n; j++) CHECK_EQ(r.gpus[j], 4);
   fprintf(stderr, "gpt-15b, 32 GiB variant: two-level %.2f s per iteration, Alpa's plan %.2f s\n",
