@@ -5,9 +5,55 @@
 
 #include "store_int.h"
 
+/* What the file system call SQLite reports in an extended I/O error code was doing. */
+static const struct {
+  int code;
+  const char *doing;
+} ioerr_doing[] = {
+    {SQLITE_IOERR_READ, "reading"},
+    {SQLITE_IOERR_SHORT_READ, "reading"},
+    {SQLITE_IOERR_WRITE, "writing"},
+    {SQLITE_IOERR_FSYNC, "syncing"},
+    {SQLITE_IOERR_DIR_FSYNC, "syncing its folder"},
+    {SQLITE_IOERR_TRUNCATE, "truncating"},
+    {SQLITE_IOERR_FSTAT, "reading its size"},
+    {SQLITE_IOERR_DELETE, "deleting a journal"},
+    {SQLITE_IOERR_ACCESS, "checking a journal"},
+    {SQLITE_IOERR_LOCK, "locking"},
+    {SQLITE_IOERR_RDLOCK, "locking"},
+    {SQLITE_IOERR_UNLOCK, "unlocking"},
+    {SQLITE_IOERR_CHECKRESERVEDLOCK, "locking"},
+    {SQLITE_IOERR_SHMOPEN, "opening its -shm file"},
+    {SQLITE_IOERR_SHMSIZE, "growing its -shm file"},
+    {SQLITE_IOERR_SHMMAP, "mapping its -shm file"},
+    {SQLITE_IOERR_MMAP, "mapping it"},
+};
+
+/* SQLite's message, and for an I/O error what failed and the system's reason where SQLite
+ * recorded one ("disk I/O error (growing its -shm file: File too large)"). */
+static void db_reason(sqlite3 *db, int rc, char *buf, size_t n) {
+  const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  const char *doing = NULL;
+  int sys = 0;
+  if (db && (sqlite3_extended_errcode(db) & 0xff) == (rc & 0xff))
+    rc = sqlite3_extended_errcode(db); /* sqlite3_open_v2 returns the primary code */
+  if ((rc & 0xff) == SQLITE_IOERR) {
+    for (size_t i = 0; i < sizeof ioerr_doing / sizeof ioerr_doing[0]; i++)
+      if (ioerr_doing[i].code == rc) doing = ioerr_doing[i].doing;
+    sys = db ? sqlite3_system_errno(db) : 0;
+  }
+  if (doing && sys > 0)
+    snprintf(buf, n, "%s (%s: %s)", msg, doing, strerror(sys));
+  else if (doing || sys > 0)
+    snprintf(buf, n, "%s (%s)", msg, doing ? doing : strerror(sys));
+  else
+    snprintf(buf, n, "%s", msg);
+}
+
 int store__fail(sqlite3 *db, const char *path, const char *what, int rc, pp_err *err) {
   int prim = rc & 0xff;
-  const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  char msg[512];
+  db_reason(db, rc, msg, sizeof msg);
   if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
     return pp_err_set(err, PP_BUSY, "%s: %s: database is locked by another writer (%s)", path,
                       what, msg);
