@@ -325,7 +325,8 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
   if (ranks > 1) printf(" x %d ranks\n", ranks);
   printf("search run %lld in %s", (long long)out->run_id, a->db);
   if (out->resumed)
-    printf(" (resumed: %d of %d units were done)", out->units_before, out->units);
+    printf(" (resumed: %d of %d units were done, carried over from its checkpoints; %d searched"
+           " now)", r->units_carried, out->units, r->units_searched);
   printf("\n");
   if (r->method == SEARCH_GLOBAL && r->lower_bound_s > 0)
     printf("lower bound %.4f s; gap %.2f%%\n", r->lower_bound_s, 100 * r->gap);
@@ -391,6 +392,8 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
   json_object_set_new(o, "pruned", json_integer(r->pruned));
   json_object_set_new(o, "units", json_integer(r->units));
   json_object_set_new(o, "units_done", json_integer(r->units_done));
+  json_object_set_new(o, "units_carried", json_integer(r->units_carried));
+  json_object_set_new(o, "units_searched", json_integer(r->units_searched));
   json_object_set_new(o, "complete", json_boolean(r->complete));
   json_object_set_new(o, "search_run_id", json_integer(out->run_id));
   json_object_set_new(o, "resumed", json_boolean(out->resumed));

@@ -188,6 +188,8 @@ typedef struct acc {
   long long evaluations, feasible, pruned;
   double bound;       /* min over units (global); INFINITY until one reports */
   int units_done, complete;
+  int units_carried;  /* of units_done: done in an earlier run (rank 0 holds them) */
+  int units_searched; /* of units_done: searched here */
   double min_excess;
   char why[256];
   char note[512];     /* the note of the unit whose plan leads (search__unit.note) */
@@ -196,7 +198,7 @@ typedef struct acc {
 static int absorb(const search_opts *o, acc *a, search__unit *u, pp_err *err) {
   a->evaluations += u->evaluations, a->feasible += u->feasible, a->pruned += u->pruned;
   if (u->bound_s > 0 && u->bound_s < a->bound) a->bound = u->bound_s;
-  a->units_done++;
+  a->units_done++, a->units_searched++;
   if (!u->complete) a->complete = 0;
   if (u->min_excess_gib < a->min_excess) {
     a->min_excess = u->min_excess_gib;
@@ -304,8 +306,9 @@ static char *pack(const acc *a, size_t *len) {
   size_t cap = 256, n = 0;
   char *s = malloc(cap);
   if (!s) return NULL;
-  n = (size_t)snprintf(s, cap, "%lld %lld %lld %.17g %d %d %.17g\n", a->evaluations, a->feasible,
-                       a->pruned, a->bound, a->units_done, a->complete, a->min_excess);
+  n = (size_t)snprintf(s, cap, "%lld %lld %lld %.17g %d %d %.17g %d %d\n", a->evaluations,
+                       a->feasible, a->pruned, a->bound, a->units_done, a->complete,
+                       a->min_excess, a->units_carried, a->units_searched);
   for (int i = 0; i < a->top.n; i++) {
     char *j = spec_plan_json(&a->top.e[i].plan);
     if (!j) return free(s), NULL;
@@ -332,14 +335,15 @@ static int unpack(search__run *run, cm_model *cm, const char *s, size_t len, acc
   t[len] = '\0';
   long long ev = 0, fe = 0, pr = 0;
   double bound = INFINITY, excess = INFINITY;
-  int ud = 0, comp = 1, rc = PP_OK;
+  int ud = 0, comp = 1, uc = 0, us = 0, rc = PP_OK;
   char *line = strtok(t, "\n");
-  if (!line || sscanf(line, "%lld %lld %lld %lg %d %d %lg", &ev, &fe, &pr, &bound, &ud, &comp,
-                      &excess) != 7) {
+  if (!line || sscanf(line, "%lld %lld %lld %lg %d %d %lg %d %d", &ev, &fe, &pr, &bound, &ud,
+                      &comp, &excess, &uc, &us) != 9) {
     free(t);
     return pp_err_set(err, PP_INTERNAL, "search: a rank's result is malformed");
   }
   a->evaluations += ev, a->feasible += fe, a->pruned += pr, a->units_done += ud;
+  a->units_carried += uc, a->units_searched += us;
   if (bound < a->bound) a->bound = bound;
   if (!comp) a->complete = 0;
   if (excess < a->min_excess) a->min_excess = excess;
@@ -441,7 +445,9 @@ static int take_prior(search__run *run, acc *a, pp_err *err) {
   a->evaluations += o->prior_evaluations, a->feasible += o->prior_feasible;
   a->pruned += o->prior_pruned;
   if (o->prior_bound_s > 0 && o->prior_bound_s < a->bound) a->bound = o->prior_bound_s;
-  for (size_t i = 0; o->units_done && i < o->nunits_done; i++) a->units_done += o->units_done[i] != 0;
+  for (size_t i = 0; o->units_done && i < o->nunits_done; i++)
+    a->units_carried += o->units_done[i] != 0;
+  a->units_done += a->units_carried;
   for (int i = 0; i < o->nprior; i++) {
     cm_result r;
     if (cm_eval(run->cm, &o->prior[i].plan, &r, err)) return err->code;
@@ -456,6 +462,7 @@ static int finish(search__run *run, acc *a, int units, double t0, search_result 
   out->space_size = run->method->space_size ? run->method->space_size(run) : 0;
   out->evaluations = a->evaluations, out->feasible = a->feasible, out->pruned = a->pruned;
   out->units = units, out->units_done = a->units_done;
+  out->units_carried = a->units_carried, out->units_searched = a->units_searched;
   out->complete = a->complete && a->units_done == units;
   out->ntop = a->top.n;
   out->top = a->top.e;

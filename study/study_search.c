@@ -312,7 +312,10 @@ static int simulate_top(const study_search_req *q, store *st, study_search_out *
   return PP_OK;
 }
 
-/* Rank 0, after the search: the run's end in the store, then the simulator's scores. */
+/* Rank 0, after the search: the simulator's scores, then the run's end in the store. In that
+ * order: a run killed while its plans are simulated is still 'running', so the same search
+ * again resumes it (every unit carried over, nothing searched) and simulates, where a run
+ * already 'done' would be searched anew as another run. */
 static int finish_run(const study_search_req *q, store *st, study_search_out *out, pp_err *err) {
   search_result *r = &out->r;
   if (!r->ntop && !r->complete) { /* what a time limit cut short says nothing of the rest */
@@ -323,14 +326,18 @@ static int finish_run(const study_search_req *q, store *st, study_search_out *ou
              q->o.time_limit_s, r->evaluations, closest ? "; " : "", closest ? r->why : "");
     memcpy(r->why, why, sizeof why);
   }
+  int rc = simulate_top(q, st, out, err);
+  if (rc) return rc;
+  int64_t chosen = out->best_plan_id; /* the fastest simulated plan (0: none simulated) */
   store_scored_plan *sp = to_scored(r->top, r->ntop, q->calib_id, q->params);
   store_search_summary sum = {r->evaluations, r->feasible, r->pruned, r->units_done,
                               r->complete, r->space_size, r->wall_s, r->lower_bound_s, r->gap,
                               sp, r->ntop};
-  int rc = sp ? store_search_finish(st, out->run_id, &sum, &out->best_plan_id, err)
-              : pp_err_set(err, PP_NOMEM, "search: out of memory");
+  rc = sp ? store_search_finish(st, out->run_id, &sum, &out->best_plan_id, err)
+          : pp_err_set(err, PP_NOMEM, "search: out of memory");
   free_scored(sp, r->ntop);
-  return rc ? rc : simulate_top(q, st, out, err);
+  if (!rc && chosen) out->best_plan_id = chosen;
+  return rc;
 }
 
 int study_search(const study_search_req *q, study_search_out *out, pp_err *err) {
@@ -380,7 +387,8 @@ int study_search(const study_search_req *q, study_search_out *out, pp_err *err) 
     goto done;
   }
   out->searched = 1;
-  if (rank0) rc = finish_run(q, f.st, out, err);
+  if (rank0 && (rc = finish_run(q, f.st, out, err)))
+    store_search_fail(f.st, out->run_id, NULL); /* resumed by the same search again */
 done:
   store_close(f.st);
   free(prior);

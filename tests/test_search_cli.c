@@ -5,7 +5,8 @@
  *     option, a missing --gbs): one line, exit 2, no database written;
  *     a bad --param (an unknown name, no value): the same;
  *     a small exhaustive search (GPT-3 1.3B, 16 H100, gbs 64, --simulate 2 when SIM): its JSON
- *     keys, one run 'done' with a checkpoint per unit and its costmodel (and sim) scores, and
+ *     keys (a new run: no unit carried over, all searched), one run 'done' with a checkpoint
+ *     per unit and its costmodel (and sim) scores, and
  *     the best plan exported as Megatron-LM arguments;
  *     --param: GPT-3 1.3B on 8 A100 (gbs 32) searched as is and with unfused attention and
  *     2-byte gradients: two
@@ -17,11 +18,17 @@
  *     resume: GPT-3 175B on 3072 H100 for gbs 12288 (~450k plans, 111 units) is killed with
  *     SIGKILL once its first unit is committed (the test polls the file), then rerun with the
  *     same arguments (but another thread count): the same best plan, evaluation count and top
- *     list as an uninterrupted run, the same run id, and the same row counts in every table.
+ *     list as an uninterrupted run, the same run id, the units carried over exactly those
+ *     committed at the kill and the units searched the rest (the uninterrupted run: none
+ *     carried, all searched), and the same row counts in every table;
+ *     resume while simulating (SIM): GPT-3 1.3B on 16 H100 with --top 150 --simulate 150,
+ *     killed once every unit is committed and a first plan simulated: the run is not 'done';
+ *     the rerun resumes it (every unit carried over, none searched), and the store holds one
+ *     run and one sim score per plan.
  *   test_search_cli PODPLAN SIM MPIEXEC   (exit 77 when MPIEXEC is not there)
  *     mpirun --oversubscribe -n R podplan search --method exhaustive for R = 1, 2, 4 (GPT-3
- *     6.7B, 128 H100, gbs 512, 10 units): the same best plan and evaluation count, and the
- *     run stored once by rank 0. */
+ *     6.7B, 128 H100, gbs 512, 10 units): the same best plan and evaluation count, every unit
+ *     counted searched once over the ranks, and the run stored once by rank 0. */
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -140,6 +147,10 @@ static void small(int sim) {
     CHECK(jreal(o, "space_size") >= (double)jint(o, "evaluations"));
     CHECK(jint(o, "plans_found") > 0);
     CHECK_EQ(jint(o, "search_run_id"), 1);
+    /* a new run: nothing carried over, every unit searched here */
+    CHECK_EQ(jint(o, "units_carried"), 0);
+    CHECK(jint(o, "units") > 0);
+    CHECK_EQ(jint(o, "units_searched"), jint(o, "units"));
     CHECK(json_object_get(o, "lower_bound_s") == NULL); /* global only */
     CHECK_EQ(json_array_size(json_object_get(o, "top")), 5);
     /* best_plan_id names the chosen plan in the store */
@@ -299,7 +310,8 @@ static void resume(void) {
   int st = 0;
   waitpid(pid, &st, 0);
   CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-  long long committed = tu_sql_int(killed, "SELECT count(*) FROM search_checkpoints");
+  long long committed =
+      tu_sql_int(killed, "SELECT count(*) FROM search_checkpoints WHERE complete = 1");
   CHECK(committed >= 1);
   CHECK(committed < units); /* killed in the middle, not after the end */
   CHECK_EQ(tu_sql_int(killed, "SELECT count(*) FROM search_runs WHERE status = 'running'"), 1);
@@ -320,6 +332,12 @@ static void resume(void) {
     CHECK_EQ(jint(jb, "units_done"), units);
     CHECK(json_is_true(json_object_get(jb, "resumed")));
     CHECK(json_is_false(json_object_get(ja, "resumed")));
+    /* the uninterrupted run searched every unit; the resumed one carried over exactly the
+     * units committed at the kill and searched only the others */
+    CHECK_EQ(jint(ja, "units_carried"), 0);
+    CHECK_EQ(jint(ja, "units_searched"), units);
+    CHECK_EQ(jint(jb, "units_carried"), committed);
+    CHECK_EQ(jint(jb, "units_searched"), units - committed);
     CHECK_EQ(jint(jb, "search_run_id"), 1);
     char *ta = json_dumps(json_object_get(ja, "top"), JSON_COMPACT),
          *tb = json_dumps(json_object_get(jb, "top"), JSON_COMPACT);
@@ -341,6 +359,70 @@ static void resume(void) {
   tu_run_free(&b);
   free(full);
   free(killed);
+}
+
+/* ---- resume after SIGKILL while the best plans are simulated ------------------------------- */
+
+#define SIMK "150"
+#define SIMARGS "--model", "gpt3-1.3b", "--cluster", "dgx-h100", "--gpus", "16", "--gbs", "64", \
+                "--method", "exhaustive", "--top", SIMK, "--simulate", SIMK, "--json"
+
+/* Starts the search on a fresh store and SIGKILLs it once every unit is committed and a first
+ * plan is simulated; 1 when the kill landed among the simulations (not every plan simulated). */
+static int kill_in_sim(const char *db) {
+  char *argv[] = {bin, "search", SIMARGS, "--db", (char *)db, NULL};
+  int k = tu_kill_when(tu_spawn(argv), db,
+                       "SELECT (SELECT count(*) FROM search_checkpoints WHERE complete = 1) = "
+                       "(SELECT units FROM search_runs) AND (SELECT count(*) FROM scores WHERE "
+                       "source = 'sim') >= 1",
+                       1, 600);
+  long long nsim = tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim'");
+  int mid = k == 1 && nsim >= 1 && nsim < atoi(SIMK);
+  if (!mid)
+    fprintf(stderr, "%s: not killed among the simulations (killed: %d, %lld simulated)\n", db, k,
+            nsim);
+  return mid;
+}
+
+/* A search killed while its best plans are simulated (every unit committed) is still running:
+ * the same command again resumes it (the same run, every unit carried over, none searched),
+ * simulates, and leaves one score per simulated plan. */
+static void resume_in_sim(void) {
+  char *db = NULL;
+  int mid = 0;
+  for (int i = 0; i < 3 && !mid; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "simkill%d.db", i);
+    free(db);
+    db = tu_path(dir, name);
+    mid = kill_in_sim(db);
+  }
+  CHECK(mid); /* no try was killed among the simulations */
+  /* a run is 'done' once its plans are simulated: this one can be resumed */
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'running'"), 1);
+  const char *again[] = {SIMARGS, NULL};
+  tu_run r;
+  search(db, again, &r);
+  CHECK_EQ(r.status, 0);
+  json_t *o = parse(r.out);
+  CHECK(o != NULL);
+  if (mid && o) {
+    CHECK(json_is_true(json_object_get(o, "resumed")));
+    CHECK_EQ(jint(o, "search_run_id"), 1);
+    CHECK_EQ(jint(o, "units_carried"), jint(o, "units"));
+    CHECK_EQ(jint(o, "units_searched"), 0);
+    CHECK_EQ(jint(o, "evaluations"),
+             tu_sql_int(db, "SELECT sum(evaluations) FROM search_checkpoints"));
+    json_t *top = json_object_get(o, "top");
+    CHECK_EQ(json_array_size(top), atoi(SIMK));
+    CHECK(jreal(json_array_get(top, atoi(SIMK) - 1), "sim_iter_time_s") > 0);
+    CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 1);
+    CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"), 1);
+    CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim'"), atoi(SIMK));
+  }
+  json_decref(o);
+  tu_run_free(&r);
+  free(db);
 }
 
 /* ---- MPI ----------------------------------------------------------------------------------- */
@@ -378,6 +460,9 @@ static int mpi(const char *mpiexec) {
         CHECK_EQ(jint(o, "evaluations"), evals1);
       }
       CHECK_EQ(jint(o, "units_done"), jint(o, "units"));
+      /* every rank's units counted once, on rank 0 */
+      CHECK_EQ(jint(o, "units_carried"), 0);
+      CHECK_EQ(jint(o, "units_searched"), jint(o, "units"));
       json_decref(o);
     }
     tu_run_free(&r);
@@ -404,6 +489,7 @@ int main(int argc, char **argv) {
     all_methods();
     infeasible();
     resume();
+    if (sim) resume_in_sim();
     rc = check_status();
   }
   tu_rmtree(dir);

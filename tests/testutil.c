@@ -6,12 +6,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -164,4 +166,36 @@ char *tu_sql_text(const char *db, const char *sql) {
   }
   sqlite3_close(h);
   return out;
+}
+
+int tu_spawn(char *const argv[]) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? (int)pid : -1;
+}
+
+int tu_kill_when(int pid, const char *db, const char *sql, long long at_least,
+                 double timeout_s) {
+  if (pid <= 0) return 0;
+  struct timespec nap = {0, 2000000}; /* 2 ms */
+  int st = 0, ended = 0, held = 0;
+  for (long i = 0; i < (long)(timeout_s / 0.002) && !held; i++) {
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      ended = 1;
+      break;
+    }
+    nanosleep(&nap, NULL);
+    held = tu_sql_int(db, sql) >= at_least;
+  }
+  if (ended) return 0;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)) return 0; /* it ended before the kill */
+  return held ? 1 : -1;
 }

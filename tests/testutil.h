@@ -34,4 +34,14 @@ long long tu_sql_int(const char *db, const char *sql);
 double tu_sql_real(const char *db, const char *sql);
 char *tu_sql_text(const char *db, const char *sql);
 
+/* Killing a run at a chosen point. tu_spawn starts argv (argv[0] a path, NULL-terminated) in
+ * the background with stdin, stdout and stderr on /dev/null: its pid, or -1 when it cannot.
+ * tu_kill_when polls `sql` on db (an integer, as tu_sql_int) every 2 ms until it is at least
+ * at_least, then kills pid with SIGKILL and reaps it: 1 when it was killed running, 0 when it
+ * ended first (the condition never held while it ran), -1 when timeout_s passed first (it is
+ * killed all the same). */
+int tu_spawn(char *const argv[]);
+int tu_kill_when(int pid, const char *db, const char *sql, long long at_least,
+                 double timeout_s);
+
 #endif

@@ -107,6 +107,8 @@ typedef struct search_result {
   long long pruned;      /* plans skipped by a bound that provably keeps the optimum */
   double wall_s;
   int units, units_done; /* work units of the search and how many were searched */
+  int units_carried;     /* ... of units_done: done in an earlier run (from its checkpoints) */
+  int units_searched;    /* ... of units_done: searched by this call, on every rank */
   int complete;          /* 1: every unit searched to the end (no time limit or gap stop) */
   double best_s;         /* best iteration time found (cost model); 0 when none */
   double lower_bound_s;  /* global: no plan of its space is faster (0 for other methods) */
