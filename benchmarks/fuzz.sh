@@ -22,7 +22,7 @@
 # keeps what earlier runs found. Each harness reads fuzz/dict/NAME.dict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ALL=(model cluster plan nccltests)
+ALL=(model cluster plan nccltests studycsv pillar capacity)
 BUILD=build-fuzz
 WORK=$BUILD/campaign
 

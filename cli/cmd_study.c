@@ -288,6 +288,8 @@ static int run_capacity(args *a, const char *cal_cluster, const char *cal_list, 
   if (cid) a->k.calib_cluster = cal_cluster, a->k.calib_params = cal_list, a->k.calib_id = cid;
   study_capacity_summary sum;
   if (study_capacity(&a->k, &sum, &err)) return cli_fail(CMD, &err);
+  printf("\n%d points (%d read back from %s), %d searches run, %.1f s\n", sum.points,
+         sum.resumed, a->k.db, sum.searched, sum.wall_s);
   return a->deadline_given && sum.meeting == 0 ? 1 : 0;
 }
 

@@ -27,36 +27,15 @@
 #define CAP_GBS_TOKENS (4.0 * 1024 * 1024) /* the default global batch: 4 Mi tokens */
 #define CAP_MAX_SIZES 64
 
-/* What became of a point. */
-typedef enum {
-  CAP_OK,      /* a plan fits: its figures */
-  CAP_MEMORY,  /* below the memory lower bound: not searched */
-  CAP_NOPLAN,  /* the search found no feasible plan (why says why) */
-} cap_status;
+/* What became of a point, and a point: study_int.h (study_stored.c reads one back). */
+typedef study__cap_status cap_status;
+typedef study__cap_point cap_point;
+#define CAP_OK STUDY__CAP_OK
+#define CAP_MEMORY STUDY__CAP_MEMORY
+#define CAP_NOPLAN STUDY__CAP_NOPLAN
 
 static const char *const cap_status_name[] = {"ok", "cannot-fit", "no-plan"};
 static const char *const cap_status_text[] = {"", "cannot fit", "no plan fits"};
-
-typedef struct cap_point {
-  int fabric, gpus;
-  cap_status status;
-  char why[320];
-  char plan[1024];       /* the best plan in full (uniform string or its stages) */
-  char brief[96];        /* ... briefly, for the table */
-  double cm_s;           /* cost model's iteration time of the best plan */
-  double sim_s;          /* simulated (0: not simulated) */
-  int simulated;
-  double mfu;            /* at the time used (simulated when simulated) */
-  double mem_gib;
-  double bound_s, gap;   /* global's lower bound and gap */
-  int complete;
-  long long run_id;      /* the search run */
-  double wall_s;         /* the point's search and simulation, in the run that did it */
-  int resumed;           /* read back from the store */
-  /* derived (not stored: they depend on tokens, prices and deadline) */
-  double iter_s, days, gpu_hours, cost;
-  int meets;
-} cap_point;
 
 typedef struct cap_fabric {
   char name[SPEC_NAME_MAX], gpu[SPEC_NAME_MAX];
@@ -331,7 +310,7 @@ static int fabric_points(crun *x, int fi, pp_err *err) {
   return PP_OK;
 }
 
-/* ---- a point's figures as JSON and back --------------------------------------------------- */
+/* ---- a point's figures as JSON (study__point_parse reads them back) ----------------------- */
 
 static char *point_json(const cap_point *p) {
   json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:b, s:I, s:f}",
@@ -343,30 +322,6 @@ static char *point_json(const cap_point *p) {
   char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(o);
   return s;
-}
-
-static int point_parse(const char *text, const char *key, cap_point *p, pp_err *err) {
-  json_error_t je;
-  json_t *o = json_loads(text, 0, &je);
-  const char *status = "", *why = "", *plan = "", *brief = "";
-  int sim = 0, complete = 0;
-  json_int_t run = 0;
-  if (!o || json_unpack_ex(o, &je, 0,
-                           "{s:s, s:s, s:s, s:s, s:F, s:F, s:b, s:F, s:F, s:F, s:F, s:b, s:I, s:F}",
-                           "status", &status, "why", &why, "plan", &plan, "brief", &brief, "cm_s",
-                           &p->cm_s, "sim_s", &p->sim_s, "simulated", &sim, "mfu", &p->mfu,
-                           "mem_gib", &p->mem_gib, "bound_s", &p->bound_s, "gap", &p->gap,
-                           "complete", &complete, "run_id", &run, "wall_s", &p->wall_s)) {
-    json_decref(o);
-    return pp_err_set(err, PP_INPUT, "study case '%s': result_json: %s", key, je.text);
-  }
-  p->status = strcmp(status, "ok") ? CAP_NOPLAN : CAP_OK;
-  p->simulated = sim, p->complete = complete, p->run_id = run;
-  snprintf(p->why, sizeof p->why, "%s", why);
-  snprintf(p->plan, sizeof p->plan, "%s", plan);
-  snprintf(p->brief, sizeof p->brief, "%s", brief);
-  json_decref(o);
-  return PP_OK;
 }
 
 /* A plan in full: the uniform string, or its stages. */
@@ -522,7 +477,7 @@ static int run_point(crun *x, cap_point *p, pp_err *err) {
   pp_err ge = {0};
   int g = store_get_study_case(x->st, "capacity", key, &json, NULL, &ge);
   if (g == PP_OK) {
-    rc = point_parse(json, key, p, err);
+    rc = study__point_parse(json, key, p, err);
     free(json);
     p->resumed = 1;
     x->done++;
@@ -1116,6 +1071,7 @@ int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp
   }
   for (int i = 0; i < x.nfab; i++) sum->meeting += x.fab[i].pick >= 0;
   sum->searched = x.searched;
+  for (int i = 0; i < x.npt; i++) sum->resumed += x.pt[i].resumed;
   sum->wall_s = now_s() - x.t0;
   store_close(x.st);
   free(x.fab);

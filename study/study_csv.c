@@ -67,6 +67,11 @@ int study__csv_parse(const char *text, size_t len, const char *origin, study__cs
           if (text[i] == '\n') line++;
           buf[o++] = text[i++];
         }
+        if (i < len && text[i] != ',' && text[i] != '\r' && text[i] != '\n') {
+          pp_err_set(err, PP_INPUT, "%s:%d: text after the closing quote of a field", origin,
+                     line);
+          goto fail;
+        }
       } else {
         while (i < len && text[i] != ',' && text[i] != '\n' && text[i] != '\r') buf[o++] = text[i++];
       }

@@ -1,6 +1,7 @@
 /* Internals of study/: a CSV reader (RFC 4180: quoted fields, doubled quotes, CRLF), the
  * built-in copies of benchmarks/data/published_runs.csv, nccl_busbw.csv and pillar_grid.csv,
- * and what the pillar study's run and its output share. */
+ * what the pillar study's run and its output share, a capacity point, and the readers of
+ * stored study cases. */
 #ifndef PODPLAN_STUDY_INT_H
 #define PODPLAN_STUDY_INT_H
 
@@ -17,8 +18,9 @@ typedef struct study__csv {
   char *buf;      /* storage of every field */
 } study__csv;
 
-/* Parses text (len bytes). A row with more fields than the header, an unterminated quote or
- * an empty header fail with a message naming `origin` and the line. */
+/* Parses text (len bytes). A row with more fields than the header, an unterminated quote,
+ * text after a closing quote ("a"b) or an empty header fail with a message naming `origin`
+ * and the line. */
 int study__csv_parse(const char *text, size_t len, const char *origin, study__csv *out,
                      pp_err *err);
 void study__csv_free(study__csv *c);
@@ -106,5 +108,42 @@ int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *o
                         pp_err *err);
 /* The gap of a method's best to global's lower bound: (t - bound) / bound; -1 when unknown. */
 double study__pillar_gap(const study__pcase *k, study__pm m);
+
+/* ---- the capacity study (study_capacity.c): one point of a fabric ----------------------- */
+typedef enum {
+  STUDY__CAP_OK,      /* a plan fits: its figures */
+  STUDY__CAP_MEMORY,  /* below the memory lower bound: not searched */
+  STUDY__CAP_NOPLAN,  /* the search found no feasible plan (why says why) */
+} study__cap_status;
+
+typedef struct study__cap_point {
+  int fabric, gpus;
+  study__cap_status status;
+  char why[320];
+  char plan[1024];       /* the best plan in full (uniform string or its stages) */
+  char brief[96];        /* ... briefly, for the table */
+  double cm_s;           /* cost model's iteration time of the best plan */
+  double sim_s;          /* simulated (0: not simulated) */
+  int simulated;
+  double mfu;            /* at the time used (simulated when simulated) */
+  double mem_gib;
+  double bound_s, gap;   /* global's lower bound and gap */
+  int complete;
+  long long run_id;      /* the search run */
+  double wall_s;         /* the point's search and simulation, in the run that did it */
+  int resumed;           /* read back from the store */
+  /* derived (not stored: they depend on tokens, prices and deadline) */
+  double iter_s, days, gpu_hours, cost;
+  int meets;
+} study__cap_point;
+
+/* ---- stored study cases read back (study_stored.c) ----------------------------------------
+ * The result_json of a study case, as study_pillar.c and study_capacity.c write it, parsed
+ * into a pillar method's result or a capacity point's stored fields (the others are left as
+ * they are). Text that is no such object (a key missing or of another type, a negative count
+ * or id, a sim_stopped that is no int, a status other than ok and no-plan) fails with
+ * PP_INPUT and one line naming the case ("study case 'KEY': result_json: ..."). */
+int study__pres_parse(const char *text, const char *key, study__pres *r, pp_err *err);
+int study__point_parse(const char *text, const char *key, study__cap_point *p, pp_err *err);
 
 #endif

@@ -280,7 +280,7 @@ static void plan_brief(const spec_plan *p, char *buf, size_t n) {
   }
 }
 
-/* ---- one method's figures as JSON and back ------------------------------------------- */
+/* ---- one method's figures as JSON (study__pres_parse reads them back) ----------------- */
 
 static char *pres_json(const study__pres *r) {
   json_t *o = json_pack("{s:b, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:b,"
@@ -295,33 +295,6 @@ static char *pres_json(const study__pres *r) {
   char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
   json_decref(o);
   return s;
-}
-
-static int pres_parse(const char *text, const char *key, study__pres *r, pp_err *err) {
-  json_error_t je;
-  json_t *o = json_loads(text, 0, &je);
-  int found = 0, complete = 0;
-  json_int_t ev = 0, run = 0;
-  const char *why = "", *plan = "", *traits = "";
-  if (!o || json_unpack_ex(o, &je, 0,
-                           "{s:b, s:s, s:F, s:F, s:F, s:F, s:F, s:F, s:F, s:F, s:I, s:F, s:F, s:b,"
-                           " s:I, s:s, s:s}",
-                           "found", &found, "why", &why, "cm_s", &r->cm_s, "sim_s", &r->sim_s,
-                           "sim_cm_s", &r->sim_cm_s, "mfu", &r->mfu, "tflops", &r->tflops,
-                           "mem_gib", &r->mem_gib,
-                           "wall_s", &r->wall_s, "space", &r->space, "evaluations", &ev,
-                           "bound_s", &r->bound_s, "gap", &r->gap, "complete", &complete,
-                           "run_id", &run, "plan", &plan, "traits", &traits)) {
-    json_decref(o);
-    return pp_err_set(err, PP_INPUT, "study case '%s': result_json: %s", key, je.text);
-  }
-  r->found = found, r->complete = complete, r->evaluations = ev, r->run_id = run;
-  r->sim_stopped = (int)json_integer_value(json_object_get(o, "sim_stopped")); /* 0 if absent */
-  snprintf(r->why, sizeof r->why, "%s", why);
-  snprintf(r->plan, sizeof r->plan, "%s", plan);
-  snprintf(r->traits, sizeof r->traits, "%s", traits);
-  json_decref(o);
-  return PP_OK;
 }
 
 /* ---- running a case ---------------------------------------------------------------------- */
@@ -492,7 +465,7 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
         rc = g;
       }
       done = g == PP_OK;
-      if (done && (rc = pres_parse(json, key, r, err))) done = 0;
+      if (done && (rc = study__pres_parse(json, key, r, err))) done = 0;
       r->ran = r->resumed = done;
       free(json);
     }

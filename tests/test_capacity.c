@@ -1,21 +1,29 @@
 /* podplan study capacity through the real binary on real SQLite files.
  *
- *   test_capacity PODPLAN
+ *   test_capacity PODPLAN SIM            (SIM: 1 when the simulator module is built)
  *     GPT-3 1.3B on 1e9 tokens, fabrics dgx-a100 and dgx-h100, --gpus-max 32, --gbs 64: 8, 16
- *     and 32 GPUs each (6 points, simulated where the simulator is built): exit 0;
- *     capacity.csv has one row per point, each with a plan; each point's iteration time
+ *     and 32 GPUs each (6 points): exit 0; capacity.csv has every column named here and one
+ *     row per point, each with a plan, simulated (1, with a simulated time) when the simulator
+ *     is built and not (0, no simulated time) when it is not; each point's iteration time
  *     equals `podplan search --method global --model gpt3-1.3b --cluster F --gpus N --gbs 64
- *     --gap 0.001 --json` (with --simulate 1 where the point is simulated: its
- *     best_sim_iter_time_s, else best_iter_time_s) run directly on another store, within
+ *     --gap 0.001 --json` (with --simulate 1 when SIM: its best_sim_iter_time_s, else
+ *     best_iter_time_s) run directly on another store, within
  *     1e-6 relative, and its days are 1e9 / (64 x 2048) iterations of it; one study case per
  *     point, keyed with the cost model's fingerprint; capacity-scaling.png and .svg and capacity.md are written and not empty (in
  *     --out out/capacity, made with its missing parent);
  *     --deadline 1d: exit 0, both fabrics meet it with 8 GPUs; --deadline 0.01h (36 s, which
  *     no point meets): exit 1 and the sentence naming the fastest point (fabric, GPUs) of
  *     the CSV; both reruns read every point back (no search run added);
+ *     killed: the same study on a fresh store, SIGKILLed once a point is stored and the next
+ *     point's search run has a checkpoint, then run again: it reads back the points stored at
+ *     the kill and searches the others (both counts as it prints them), and leaves the same
+ *     study cases (every result field but the wall time) and row counts as the uninterrupted
+ *     run; a kill that lands elsewhere is tried again, twice at most, and fails the test when
+ *     no try lands mid-way;
  *     bad input: an unknown fabric in --clusters, a bad price list, --tokens 0, a bad
  *     --deadline: exit 2, one line on stderr naming the input, no store written.
- *   About 35 s on 2 cores (the 6 study points, then the 6 direct searches). */
+ *   About 35 s on 2 cores (the 6 study points, then the 6 direct searches, the killed study
+ *   and its rerun). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +34,7 @@
 #include "testutil.h"
 
 static char *bin, *dir;
+static int sim; /* the simulator is built */
 
 #define MAXARGS 40
 #define NPOINTS 6
@@ -82,11 +91,14 @@ static int split(const char *line, row *r) {
   return n;
 }
 
+/* The index of the column named name; -1, a failed check, when there is none. */
 static int col(const row *h, const char *name) {
-  for (int i = 0; i < NCOLS; i++)
-    if (!strcmp(h->f[i], name)) return i;
-  fprintf(stderr, "capacity.csv: no column %s\n", name);
-  return 0;
+  int at = -1;
+  for (int i = 0; i < NCOLS && at < 0; i++)
+    if (!strcmp(h->f[i], name)) at = i;
+  if (at < 0) fprintf(stderr, "capacity.csv: no column %s\n", name);
+  CHECK(at >= 0);
+  return at;
 }
 
 /* Reads out/capacity.csv: the header into h, the rows into rows; returns their count. */
@@ -150,18 +162,26 @@ static void study(const char *db, const char *out, char *fastest, size_t n) {
   capacity(db, out, NULL, NULL, &r);
   if (r.status) fprintf(stderr, "%s%s", r.out ? r.out : "", r.err ? r.err : "");
   CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "\n6 points (0 read back from ");
+  CHECK_CONTAINS(r.out, "), 6 searches run, ");
   tu_run_free(&r);
   row h, rows[NPOINTS + 2];
-  CHECK_EQ(read_csv(out, &h, rows, NPOINTS + 2), NPOINTS);
+  int nr = read_csv(out, &h, rows, NPOINTS + 2);
+  CHECK_EQ(nr, NPOINTS);
   int cf = col(&h, "fabric"), cg = col(&h, "gpus"), cs = col(&h, "status"),
       cm = col(&h, "simulated"), ci = col(&h, "iter_s"), cd = col(&h, "days"),
-      cp = col(&h, "plan");
+      cp = col(&h, "plan"), cx = col(&h, "iter_sim_s");
+  if (nr != NPOINTS || cf < 0 || cg < 0 || cs < 0 || cm < 0 || ci < 0 || cd < 0 || cp < 0 ||
+      cx < 0)
+    return; /* failed above; nothing more to read */
   double best = HUGE_VAL;
   for (int i = 0; i < NPOINTS; i++) {
     const row *w = &rows[i];
     CHECK_STREQ(w->f[cs], "ok");
     CHECK(w->f[cp][0] != '\0');
-    int sim = atoi(w->f[cm]);
+    /* every point is within --sim-max-gpus: simulated exactly when the simulator is built */
+    CHECK_STREQ(w->f[cm], sim ? "1" : "0");
+    CHECK_EQ(w->f[cx][0] != '\0', sim);
     double t = atof(w->f[ci]), days = atof(w->f[cd]);
     CHECK_NEAR(t, direct(w->f[cf], w->f[cg], sim), 1e-6);
     CHECK_NEAR(days, 1e9 / (64.0 * 2048) * t / 86400, 1e-5);
@@ -191,6 +211,8 @@ static void deadlines(const char *db, const char *out, const char *fastest) {
   tu_run r;
   capacity(db, out, "--deadline", "1d", &r);
   CHECK_EQ(r.status, 0);
+  CHECK_CONTAINS(r.out, "\n6 points (6 read back from ");
+  CHECK_CONTAINS(r.out, "), 0 searches run, ");
   CHECK_CONTAINS(r.out, "1. dgx-h100: 8 GPUs");
   CHECK_CONTAINS(r.out, "2. dgx-a100: 8 GPUs");
   tu_run_free(&r);
@@ -202,6 +224,98 @@ static void deadlines(const char *db, const char *out, const char *fastest) {
   CHECK_CONTAINS(r.out, want);
   tu_run_free(&r);
   CHECK_EQ(count(db, "search_runs"), runs);
+}
+
+/* ---- a study killed mid-way ------------------------------------------------------------ */
+
+/* Where the study is killed: a point stored, and the next point's search run partway (a
+ * checkpoint committed, the run not done), so that the rerun also resumes a search run. */
+#define KILL_AT                                                                              \
+  "SELECT (SELECT count(*) FROM study_cases) >= 1 AND EXISTS (SELECT 1 FROM search_runs r "  \
+  "JOIN search_checkpoints c ON c.search_run_id = r.id WHERE r.status = 'running')"
+
+static const char *const tables[] = {"search_runs", "search_checkpoints",
+                                     "search_checkpoint_plans", "scores", "plans", "models",
+                                     "clusters", "study_cases"};
+
+/* The study cases of db as one text, a line per point in key order: its key and its result
+ * without the wall time (the one field that differs from run to run). */
+static char *case_rows(const char *db) {
+  return tu_sql_text(db, "SELECT group_concat(k, char(10)) FROM (SELECT case_key || ' ' || "
+                         "json_remove(result_json, '$.wall_s') AS k FROM study_cases "
+                         "WHERE study = 'capacity' ORDER BY case_key)");
+}
+
+/* The study (no --out) on db, in the background: argv for tu_spawn and tu_exec. */
+#define STUDY_ARGV(db)                                                                          \
+  {bin, "study", "capacity", "--model", "gpt3-1.3b", "--tokens", "1e9", "--clusters",          \
+   "dgx-a100,dgx-h100", "--gpus-max", "32", "--gbs", "64", "--db", (char *)(db), NULL}
+
+/* Starts the study on a fresh store and SIGKILLs it at KILL_AT; 1 when the kill landed mid-way:
+ * some points stored, not all, one search run left running (the rerun resumes it), and every
+ * run done has its point stored (see test_pillar.c). */
+static int kill_once(const char *db, long long *stored) {
+  char *argv[] = STUDY_ARGV(db);
+  int k = tu_kill_when(tu_spawn(argv), db, KILL_AT, 1, 600);
+  *stored = tu_sql_int(db, "SELECT count(*) FROM study_cases");
+  long long done = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"),
+            running = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'running'");
+  int mid = k == 1 && *stored >= 1 && *stored < NPOINTS && done == *stored && running == 1;
+  if (!mid)
+    fprintf(stderr, "%s: no mid-run kill (killed: %d, %lld points stored, %lld runs done, %lld "
+            "running)\n", db, k, *stored, done, running);
+  return mid;
+}
+
+/* The study killed mid-way, then run again: it reads back the points stored and searches the
+ * rest; the result is the uninterrupted run's (ref). */
+static void killed(const char *ref) {
+  char *db = NULL;
+  long long stored = 0;
+  int mid = 0;
+  for (int i = 0; i < 3 && !mid; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "killed%d.db", i);
+    free(db);
+    db = tu_path(dir, name);
+    mid = kill_once(db, &stored);
+  }
+  CHECK(mid); /* no try killed the study mid-way */
+  if (!mid) {
+    free(db);
+    return;
+  }
+  fprintf(stderr, "killed with %lld of %d points stored, the running search run at %lld of %lld "
+          "units\n", stored, NPOINTS,
+          tu_sql_int(db, "SELECT count(*) FROM search_checkpoints c JOIN search_runs r ON "
+                         "r.id = c.search_run_id WHERE r.status = 'running' AND c.complete = 1"),
+          tu_sql_int(db, "SELECT units FROM search_runs WHERE status = 'running'"));
+  char *ok = tu_sql_text(db, "PRAGMA integrity_check");
+  CHECK_STREQ(ok, "ok");
+  free(ok);
+  char *argv[] = STUDY_ARGV(db);
+  tu_run r;
+  tu_exec(argv, &r);
+  if (r.status) fprintf(stderr, "%s%s", r.out ? r.out : "", r.err ? r.err : "");
+  CHECK_EQ(r.status, 0);
+  char want[96];
+  snprintf(want, sizeof want, "\n%d points (%lld read back from ", NPOINTS, stored);
+  CHECK_CONTAINS(r.out, want);
+  snprintf(want, sizeof want, "), %lld searches run, ", NPOINTS - stored);
+  CHECK_CONTAINS(r.out, want);
+  tu_run_free(&r);
+  /* no row twice (the run it was in resumed, not begun again), none missing */
+  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+    long long a = count(ref, tables[i]), b = count(db, tables[i]);
+    if (a != b)
+      fprintf(stderr, "%s: %lld rows uninterrupted, %lld after the kill\n", tables[i], a, b);
+    CHECK_EQ(b, a);
+  }
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"), NPOINTS);
+  char *want_rows = case_rows(ref), *got = case_rows(db);
+  CHECK(want_rows != NULL);
+  CHECK_STREQ(got, want_rows);
+  free(want_rows), free(got), free(db);
 }
 
 /* Bad input: exit 2, one line naming it, no store. */
@@ -218,11 +332,12 @@ static void bad(const char *opt, const char *val, const char *want) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_capacity PODPLAN\n");
+  if (argc < 3) {
+    fprintf(stderr, "usage: test_capacity PODPLAN SIM\n");
     return 2;
   }
   bin = argv[1];
+  sim = atoi(argv[2]);
   dir = tu_tmpdir("capacity");
   bad("--clusters", "dgx-a100,nope", "'nope' is not a cluster preset");
   bad("--price-per-gpu-hour", "dgx-h100=cheap", "'dgx-h100=cheap'");
@@ -232,6 +347,7 @@ int main(int argc, char **argv) {
   char *db = tu_path(dir, "cap.db"), *out = tu_path(dir, "out/capacity") /* made with its parent */, fastest[160] = "";
   study(db, out, fastest, sizeof fastest);
   deadlines(db, out, fastest);
+  killed(db); /* against the uninterrupted run's store */
   free(db), free(out);
   tu_rmtree(dir);
   free(dir);

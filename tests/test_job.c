@@ -5,9 +5,11 @@
  * rank gets rank 0's bytes; every iteration's op marks come back unless a rank kept none),
  * and with MPI started for a job of one. A collective's own time from its members' marks
  * (be_job_coll_own) on a hand-made job.
- * argv: [mpiexec] to run the 3-rank part too; "--ranks" is the part mpirun starts. */
+ * argv: none (ctest test_job: alone); MPIEXEC (test_job_mpi: only the 3-rank part, exit 77,
+ * skipped, when MPIEXEC is "no-mpiexec" or not there); "--ranks" is the part mpirun starts. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "podplan/be.h"
@@ -159,6 +161,21 @@ int main(int argc, char **argv) {
     be_job_finalize();
     return check_status();
   }
+  if (argc > 1) { /* test_job_mpi: the same under mpirun, 3 ranks */
+    if (strcmp(argv[1], "no-mpiexec") == 0 || access(argv[1], X_OK) != 0) {
+      fprintf(stderr, "%s: not there: skipped\n", argv[1]);
+      return 77;
+    }
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    char *a[] = {argv[1], "-n", "3", "--oversubscribe", argv[0], "--ranks", NULL};
+    tu_run r;
+    tu_exec(a, &r);
+    if (r.status) fprintf(stderr, "mpirun -n 3: %s%s\n", r.out, r.err);
+    CHECK_EQ(r.status, 0);
+    tu_run_free(&r);
+    return check_status();
+  }
   /* alone, MPI off: rank 0 of 1 */
   unsetenv("OMPI_COMM_WORLD_RANK"), unsetenv("PMIX_RANK"), unsetenv("PMI_RANK");
   unsetenv("SLURM_PROCID");
@@ -168,16 +185,6 @@ int main(int argc, char **argv) {
   CHECK_EQ(be_job_size(), 1);
   CHECK_EQ(be_job_local_rank(), 0);
   job_checks();
-  if (argc > 1) { /* the same under mpirun, 3 ranks */
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    char *a[] = {argv[1], "-n", "3", "--oversubscribe", argv[0], "--ranks", NULL};
-    tu_run r;
-    tu_exec(a, &r);
-    if (r.status) fprintf(stderr, "mpirun -n 3: %s%s\n", r.out, r.err);
-    CHECK_EQ(r.status, 0);
-    tu_run_free(&r);
-  }
   /* asked to: MPI starts without a launcher (a job of one; the stand-in in builds without MPI) */
   CHECK_EQ(be_job_init(1, &err), PP_OK);
   CHECK_EQ(be_job_size(), 1);

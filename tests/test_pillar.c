@@ -8,13 +8,22 @@
  *    row per fabric and variant, the searches counted; read back in a rerun) and links the
  *    plots, each plot is a non-empty PNG and SVG;
  *  - the store holds one study case and one search run per (case, method);
+ *  - a study killed by SIGKILL mid-way (once a case is stored and a search run is partway) and
+ *    run again: it reads back the cases stored whole at the kill and searches only the (case,
+ *    method) pairs missing (both counts as it prints them), resumes the search run it was in,
+ *    and leaves the same study cases (every result field but the wall time) and the same row
+ *    count in every table as the uninterrupted run; a kill that lands elsewhere (after the
+ *    last case, or between a search's end and its case) is tried again, twice at most, and
+ *    fails the test when no try lands mid-way;
  *  - the same command again searches nothing (it reads the cases back), and with one case
  *    removed from the store it searches that one alone (a killed study resumes); every case's
  *    key holds the cost model's fingerprint (and the simulator's revision where simulated),
  *    and a case whose key holds another fingerprint is searched again, not read back;
  *  - with --sim-time-limit 0.001 every simulation is stopped: exit 0, every
  *    found row of the CSV has no simulated time and sim_stopped 1, the markdown says so;
- *  - under mpirun -n 2 (when MPI is built: argv[2]) the sharded study gives the same times;
+ *  - test_pillar PODPLAN MPIEXEC (ctest test_pillar_mpi; exit 77, skipped, when MPIEXEC is not
+ *    there): the dgx-a100 case under mpirun -n 2, sharded, gives the same study cases as one
+ *    process;
  *  - bad input: an unknown fabric in --fabrics, model in --models or scale in --scales, an
  *    option of another study, a grid with a bad set: exit 2, one line naming it, nothing
  *    stored; an --out under a file: exit 1 before any work (the store it names is not made).
@@ -26,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "study_int.h"
@@ -232,31 +242,154 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), runs);
 }
 
-/* The same grid sharded over 2 ranks: the same times (the searches do not depend on ranks). */
-static void sharded(const char *mpiexec, const char *gridp, const char *tmp, const char *one_db) {
-  char *db = tu_path(tmp, "mpi.db"), *out2 = tu_path(tmp, "out-mpi");
+/* ---- a study killed mid-way ------------------------------------------------------------ */
+
+/* The study cases of db as one text, a line per (case, method) in key order: its key and its
+ * result without the wall time (the one field that differs from run to run). */
+static char *case_rows(const char *db) {
+  return tu_sql_text(db, "SELECT group_concat(k, char(10)) FROM (SELECT case_key || ' ' || "
+                         "json_remove(result_json, '$.wall_s') AS k FROM study_cases "
+                         "WHERE study = 'pillar' ORDER BY case_key)");
+}
+
+/* The grid's cases: the fabric and the number of its methods (the ablation has 5). */
+static const struct {
+  const char *fabric;
+  int methods;
+} cases[] = {{"dgx-a100", 6}, {"h100-nvl256", 6}, {"p3.16xlarge", 5}};
+#define PAIRS 17
+
+/* The cases with every (case, method) stored: what a rerun reads back whole. */
+static int whole_cases(const char *db) {
+  int n = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char q[160];
+    snprintf(q, sizeof q, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%%;fabric=%s;%%'",
+             cases[i].fabric);
+    n += tu_sql_int(db, q) == cases[i].methods;
+  }
+  return n;
+}
+
+/* Where the study is killed: a (case, method) stored, and a search run partway (a checkpoint
+ * committed, the run not done), so that the rerun also resumes a search run. */
+#define KILL_AT                                                                              \
+  "SELECT (SELECT count(*) FROM study_cases) >= 1 AND EXISTS (SELECT 1 FROM search_runs r "  \
+  "JOIN search_checkpoints c ON c.search_run_id = r.id WHERE r.status = 'running')"
+
+static const char *const tables[] = {"search_runs", "search_checkpoints",
+                                     "search_checkpoint_plans", "scores", "plans", "models",
+                                     "clusters", "study_cases"};
+
+/* Starts the study on a fresh store and SIGKILLs it at KILL_AT; 1 when the kill landed mid-way:
+ * some pairs stored, not all, one search run left running (the rerun resumes it), and every
+ * run done has its pair stored (a kill between a search's end and its pair's row leaves a run
+ * the rerun cannot resume: it would search that pair again as a new run). */
+static int kill_once(const char *gridp, const char *db, long long *stored) {
+  char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
+                  "--simulate", "1", "--gap", "0.01", NULL};
+  int k = tu_kill_when(tu_spawn(argv), db, KILL_AT, 1, 600);
+  *stored = tu_sql_int(db, "SELECT count(*) FROM study_cases");
+  long long done = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"),
+            running = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'running'");
+  int mid = k == 1 && *stored >= 1 && *stored < PAIRS && done == *stored && running == 1;
+  if (!mid)
+    fprintf(stderr, "%s: no mid-run kill (killed: %d, %lld pairs stored, %lld runs done, %lld "
+            "running)\n", db, k, *stored, done, running);
+  return mid;
+}
+
+/* The study killed mid-way, then run again: it reads back what the kill left whole and
+ * searches the rest; the result is the uninterrupted run's (ref). */
+static void killed(const char *gridp, const char *tmp, const char *ref) {
+  char *db = NULL;
+  long long stored = 0;
+  int mid = 0;
+  for (int i = 0; i < 3 && !mid; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "killed%d.db", i);
+    free(db);
+    db = tu_path(tmp, name);
+    mid = kill_once(gridp, db, &stored);
+  }
+  CHECK(mid); /* no try killed the study mid-way */
+  if (!mid) {
+    free(db);
+    return;
+  }
+  fprintf(stderr, "killed with %lld of %d pairs stored, the running search run at %lld of %lld "
+          "units\n", stored, PAIRS,
+          tu_sql_int(db, "SELECT count(*) FROM search_checkpoints c JOIN search_runs r ON "
+                         "r.id = c.search_run_id WHERE r.status = 'running' AND c.complete = 1"),
+          tu_sql_int(db, "SELECT units FROM search_runs WHERE status = 'running'"));
+  char *ok = tu_sql_text(db, "PRAGMA integrity_check");
+  CHECK_STREQ(ok, "ok");
+  free(ok);
+  int whole = whole_cases(db);
+  char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", db,
+                  "--simulate", "1", "--gap", "0.01", NULL};
+  tu_run r;
+  tu_exec(argv, &r);
+  if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
+  CHECK_EQ(r.status, 0);
+  char want[128];
+  snprintf(want, sizeof want, "3 cases (0 not on their fabric, %d read back from ", whole);
+  CHECK_CONTAINS(r.out, want);
+  snprintf(want, sizeof want, "), %lld searches run, ", PAIRS - stored);
+  CHECK_CONTAINS(r.out, want);
+  tu_run_free(&r);
+  /* no row twice (the run it was in resumed, not begun again), none missing */
+  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+    char q[80];
+    snprintf(q, sizeof q, "SELECT count(*) FROM %s", tables[i]);
+    long long a = tu_sql_int(ref, q), b = tu_sql_int(db, q);
+    if (a != b)
+      fprintf(stderr, "%s: %lld rows uninterrupted, %lld after the kill\n", tables[i], a, b);
+    CHECK_EQ(b, a);
+  }
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"), PAIRS);
+  char *want_rows = case_rows(ref), *got = case_rows(db);
+  CHECK(want_rows != NULL);
+  CHECK_STREQ(got, want_rows);
+  free(want_rows), free(got), free(db);
+}
+
+/* ---- sharded -------------------------------------------------------------------------------
+ * The dgx-a100 case over 2 ranks against one process: the same study cases (the searches do
+ * not depend on the ranks). */
+static int sharded(const char *mpiexec, const char *gridp, const char *tmp) {
+  if (access(mpiexec, X_OK) != 0) {
+    fprintf(stderr, "%s: not there: skipped\n", mpiexec);
+    return 77;
+  }
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  char *one = tu_path(tmp, "one.db"), *db = tu_path(tmp, "mpi.db"),
+       *out2 = tu_path(tmp, "out-mpi");
+  char *argv1[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", one,
+                   "--fabrics", "dgx-a100", "--threads", "1", "--simulate", "1", "--gap", "0.01",
+                   NULL};
+  tu_run r;
+  CHECK_EQ(tu_exec(argv1, &r), 0);
+  if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
+  CHECK_EQ(r.status, 0);
+  tu_run_free(&r);
   char *argv[] = {(char *)mpiexec, "-n", "2", "--oversubscribe", (char *)podplan, "study",
                   "pillar", "--grid", (char *)gridp, "--db", db, "--out", out2,
                   "--fabrics", "dgx-a100", "--threads", "1", "--simulate", "1", "--gap", "0.01",
                   NULL};
-  tu_run r;
   CHECK_EQ(tu_exec(argv, &r), 0);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
   CHECK_EQ(r.status, 0);
   CHECK_CONTAINS(r.out, "on 2 ranks");
   tu_run_free(&r);
-  for (int k = 0; k < 6; k++) {
-    char q[256];
-    snprintf(q, sizeof q,
-             "SELECT printf('%%.9g', json_extract(result_json, '$.cm_s')) FROM study_cases "
-             "WHERE case_key LIKE '%%fabric=dgx-a100;%%method=%s;%%'",
-             methods[k].method);
-    char *one = tu_sql_text(one_db, q), *two = tu_sql_text(db, q);
-    CHECK(one && two);
-    if (one && two) CHECK_STREQ(one, two);
-    free(one), free(two);
-  }
-  free(db), free(out2);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 6);
+  char *a = case_rows(one), *b = case_rows(db);
+  CHECK(a != NULL);
+  CHECK_STREQ(b, a);
+  free(a), free(b);
+  free(one), free(db), free(out2);
+  return check_status();
 }
 
 int main(int argc, char **argv) {
@@ -267,6 +400,12 @@ int main(int argc, char **argv) {
   podplan = argv[1];
   char *tmp = tu_tmpdir("pillar");
   char *gridp = tu_write(tmp, "grid.csv", grid, sizeof grid - 1);
+  if (argc > 2) { /* test_pillar_mpi */
+    int rc = sharded(argv[2], gridp, tmp);
+    tu_rmtree(tmp);
+    free(tmp), free(gridp);
+    return rc;
+  }
   char *db = tu_path(tmp, "study.db"), *out = tu_path(tmp, "out/pillar/tiny"); /* made with its parents */
   tu_run r = study(gridp, db, out, NULL);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
@@ -305,6 +444,7 @@ int main(int argc, char **argv) {
     CHECK(file_size(out, png) > 1000);
     CHECK(file_size(out, svg) > 1000);
   }
+  killed(gridp, tmp, db); /* against this first, uninterrupted run's store */
   /* again: nothing searched */
   r = study(gridp, db, out, NULL);
   CHECK_EQ(r.status, 0);
@@ -351,11 +491,6 @@ int main(int argc, char **argv) {
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 19);
   sim_stopped(gridp, db, tmp);
   bad_input(gridp, db, tmp);
-  if (argc > 2) {
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    sharded(argv[2], gridp, tmp, db);
-  }
   tu_rmtree(tmp);
   free(tmp), free(gridp), free(db), free(out);
   return check_status();

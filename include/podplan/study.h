@@ -342,6 +342,7 @@ typedef struct study_capacity_summary {
   int meeting;               /* fabrics with a cluster that meets the deadline */
   int plots;                 /* plot files written (PNG and SVG count apart) */
   int searched;              /* points searched in this invocation (the others read back) */
+  int resumed;               /* points read back from the store */
   double wall_s;
 } study_capacity_summary;
 int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp_err *err);
