@@ -179,7 +179,7 @@ int cm_params_override(cm_params *p, const char *list, char *key, size_t n, pp_e
   if (cm_params_apply(p, list, err)) return err->code;
   size_t k = 0;
   for (size_t i = 0; i < NROWS; i++) {
-    double was, now;
+    double was = 0, now = 0; /* every row has a value: cm_params_get cannot miss */
     cm_params_get(&before, rows[i].name, &was);
     cm_params_get(p, rows[i].name, &now);
     if (was == now) continue;

@@ -555,7 +555,7 @@ static const char *fmt_days(double d, char *buf, size_t n) {
 }
 
 static const char *fmt_cost(double c, char *buf, size_t n) {
-  char s[32];
+  char s[24]; /* "%.4g" and a suffix: at most 15 */
   if (c < 0) {
     snprintf(buf, n, "-");
     return buf;
