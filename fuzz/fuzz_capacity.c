@@ -16,13 +16,9 @@
 
 static const char *const names[] = {"study case 'k'", NULL};
 
-/* s (a buffer of n bytes) holds the string at key of o, cut to n - 1 bytes */
-static int same_text(json_t *o, const char *key, const char *s, size_t n) {
-  const char *v = json_string_value(json_object_get(o, key));
-  size_t ls = strnlen(s, n);
-  if (!v || ls == n) return 0;
-  size_t lv = strlen(v);
-  return ls == (lv < n - 1 ? lv : n - 1) && memcmp(s, v, ls) == 0;
+/* the string at key of o, or NULL */
+static const char *text_of(json_t *o, const char *key) {
+  return json_string_value(json_object_get(o, key));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -59,9 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++)
     FZ_CHECK(isfinite(fig[i].v) && fig[i].v == json_number_value(json_object_get(o, fig[i].key)),
              "%s = %g", fig[i].key, fig[i].v);
-  FZ_CHECK(same_text(o, "why", p.why, sizeof p.why), "why '%.400s'", p.why);
-  FZ_CHECK(same_text(o, "plan", p.plan, sizeof p.plan), "plan '%.1100s'", p.plan);
-  FZ_CHECK(same_text(o, "brief", p.brief, sizeof p.brief), "brief '%.100s'", p.brief);
+  FZ_CHECK(fz_same_cut(text_of(o, "why"), p.why, sizeof p.why), "why '%.400s'", p.why);
+  FZ_CHECK(fz_same_cut(text_of(o, "plan"), p.plan, sizeof p.plan), "plan '%.1100s'", p.plan);
+  FZ_CHECK(fz_same_cut(text_of(o, "brief"), p.brief, sizeof p.brief), "brief '%.100s'", p.brief);
   json_decref(o);
   free(text);
   return 0;

@@ -14,13 +14,9 @@
 
 static const char *const names[] = {"study case 'k'", NULL};
 
-/* s (a buffer of n bytes) holds the string at key of o, cut to n - 1 bytes */
-static int same_text(json_t *o, const char *key, const char *s, size_t n) {
-  const char *v = json_string_value(json_object_get(o, key));
-  size_t ls = strnlen(s, n);
-  if (!v || ls == n) return 0;
-  size_t lv = strlen(v);
-  return ls == (lv < n - 1 ? lv : n - 1) && memcmp(s, v, ls) == 0;
+/* the string at key of o, or NULL */
+static const char *text_of(json_t *o, const char *key) {
+  return json_string_value(json_object_get(o, key));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -55,9 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FZ_CHECK(r.evaluations == json_integer_value(json_object_get(o, "evaluations")) &&
                r.run_id == json_integer_value(json_object_get(o, "run_id")),
            "evaluations %lld, run_id %lld", r.evaluations, r.run_id);
-  FZ_CHECK(same_text(o, "why", r.why, sizeof r.why), "why '%.300s'", r.why);
-  FZ_CHECK(same_text(o, "plan", r.plan, sizeof r.plan), "plan '%.600s'", r.plan);
-  FZ_CHECK(same_text(o, "traits", r.traits, sizeof r.traits), "traits '%.600s'", r.traits);
+  FZ_CHECK(fz_same_cut(text_of(o, "why"), r.why, sizeof r.why), "why '%.300s'", r.why);
+  FZ_CHECK(fz_same_cut(text_of(o, "plan"), r.plan, sizeof r.plan), "plan '%.600s'", r.plan);
+  FZ_CHECK(fz_same_cut(text_of(o, "traits"), r.traits, sizeof r.traits), "traits '%.600s'",
+           r.traits);
   json_decref(o);
   free(text);
   return 0;

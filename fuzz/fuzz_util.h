@@ -46,6 +46,15 @@ static inline int fz_one_line(const char *s) { return !strchr(s, '\n') && !strch
 /* A finite, non-negative figure. */
 static inline int fz_nonneg(double x) { return isfinite(x) && x >= 0; }
 
+/* s, a buffer of n bytes, holds v (a string of the input, NULL when absent) cut to n - 1
+ * bytes and NUL-terminated */
+static inline int fz_same_cut(const char *v, const char *s, size_t n) {
+  size_t ls = strnlen(s, n);
+  if (!v || ls == n) return 0;
+  size_t lv = strlen(v);
+  return ls == (lv < n - 1 ? lv : n - 1) && memcmp(s, v, ls) == 0;
+}
+
 /* The input as a NUL-terminated string (malloc'd; text after an embedded NUL is ignored by
  * callers that take C strings). */
 static inline char *fz_cstr(const uint8_t *data, size_t size) {

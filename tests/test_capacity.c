@@ -228,72 +228,24 @@ static void deadlines(const char *db, const char *out, const char *fastest) {
 
 /* ---- a study killed mid-way ------------------------------------------------------------ */
 
-/* Where the study is killed: a point stored, and the next point's search run partway (a
- * checkpoint committed, the run not done), so that the rerun also resumes a search run. */
-#define KILL_AT                                                                              \
-  "SELECT (SELECT count(*) FROM study_cases) >= 1 AND EXISTS (SELECT 1 FROM search_runs r "  \
-  "JOIN search_checkpoints c ON c.search_run_id = r.id WHERE r.status = 'running')"
-
-static const char *const tables[] = {"search_runs", "search_checkpoints",
-                                     "search_checkpoint_plans", "scores", "plans", "models",
-                                     "clusters", "study_cases"};
-
-/* The study cases of db as one text, a line per point in key order: its key and its result
- * without the wall time (the one field that differs from run to run). */
-static char *case_rows(const char *db) {
-  return tu_sql_text(db, "SELECT group_concat(k, char(10)) FROM (SELECT case_key || ' ' || "
-                         "json_remove(result_json, '$.wall_s') AS k FROM study_cases "
-                         "WHERE study = 'capacity' ORDER BY case_key)");
-}
-
-/* The study (no --out) on db, in the background: argv for tu_spawn and tu_exec. */
+/* The study (no --out) on db (argv[STUDY_DB_AT]), in the background: argv for tu_study_kill
+ * and tu_exec. */
 #define STUDY_ARGV(db)                                                                          \
   {bin, "study", "capacity", "--model", "gpt3-1.3b", "--tokens", "1e9", "--clusters",          \
    "dgx-a100,dgx-h100", "--gpus-max", "32", "--gbs", "64", "--db", (char *)(db), NULL}
+#define STUDY_DB_AT 14
 
-/* Starts the study on a fresh store and SIGKILLs it at KILL_AT; 1 when the kill landed mid-way:
- * some points stored, not all, one search run left running (the rerun resumes it), and every
- * run done has its point stored (see test_pillar.c). */
-static int kill_once(const char *db, long long *stored) {
-  char *argv[] = STUDY_ARGV(db);
-  int k = tu_kill_when(tu_spawn(argv), db, KILL_AT, 1, 600);
-  *stored = tu_sql_int(db, "SELECT count(*) FROM study_cases");
-  long long done = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"),
-            running = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'running'");
-  int mid = k == 1 && *stored >= 1 && *stored < NPOINTS && done == *stored && running == 1;
-  if (!mid)
-    fprintf(stderr, "%s: no mid-run kill (killed: %d, %lld points stored, %lld runs done, %lld "
-            "running)\n", db, k, *stored, done, running);
-  return mid;
-}
-
-/* The study killed mid-way, then run again: it reads back the points stored and searches the
- * rest; the result is the uninterrupted run's (ref). */
+/* The study killed mid-way (tu_study_kill), then run again: it reads back the points stored
+ * and searches the rest; the result is the uninterrupted run's (ref). */
 static void killed(const char *ref) {
-  char *db = NULL;
   long long stored = 0;
-  int mid = 0;
-  for (int i = 0; i < 3 && !mid; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "killed%d.db", i);
-    free(db);
-    db = tu_path(dir, name);
-    mid = kill_once(db, &stored);
-  }
-  CHECK(mid); /* no try killed the study mid-way */
-  if (!mid) {
-    free(db);
-    return;
-  }
-  fprintf(stderr, "killed with %lld of %d points stored, the running search run at %lld of %lld "
-          "units\n", stored, NPOINTS,
-          tu_sql_int(db, "SELECT count(*) FROM search_checkpoints c JOIN search_runs r ON "
-                         "r.id = c.search_run_id WHERE r.status = 'running' AND c.complete = 1"),
-          tu_sql_int(db, "SELECT units FROM search_runs WHERE status = 'running'"));
+  char *argv[] = STUDY_ARGV(NULL);
+  char *db = tu_study_kill(argv, STUDY_DB_AT, dir, NPOINTS, &stored);
+  CHECK(db != NULL); /* no try killed the study mid-way */
+  if (!db) return;
   char *ok = tu_sql_text(db, "PRAGMA integrity_check");
   CHECK_STREQ(ok, "ok");
   free(ok);
-  char *argv[] = STUDY_ARGV(db);
   tu_run r;
   tu_exec(argv, &r);
   if (r.status) fprintf(stderr, "%s%s", r.out ? r.out : "", r.err ? r.err : "");
@@ -305,14 +257,9 @@ static void killed(const char *ref) {
   CHECK_CONTAINS(r.out, want);
   tu_run_free(&r);
   /* no row twice (the run it was in resumed, not begun again), none missing */
-  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
-    long long a = count(ref, tables[i]), b = count(db, tables[i]);
-    if (a != b)
-      fprintf(stderr, "%s: %lld rows uninterrupted, %lld after the kill\n", tables[i], a, b);
-    CHECK_EQ(b, a);
-  }
+  CHECK_EQ(tu_tables_differ(ref, db), 0);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"), NPOINTS);
-  char *want_rows = case_rows(ref), *got = case_rows(db);
+  char *want_rows = tu_study_rows(ref, "capacity"), *got = tu_study_rows(db, "capacity");
   CHECK(want_rows != NULL);
   CHECK_STREQ(got, want_rows);
   free(want_rows), free(got), free(db);

@@ -608,7 +608,8 @@ static void fingerprint(void) {
       w[0] = fmin(v == 0 ? lo + 0.01 * (hi - lo) : 4 * v, hi), w[1] = fmax(v / 4, lo);
     for (size_t u = 0; u < sizeof moved / sizeof moved[0]; u++)
       if (!strcmp(moved[u].name, name)) w[0] = moved[u].value, n = 1;
-    for (size_t u = 0; u < sizeof unread / sizeof unread[0]; u++) listed |= !strcmp(unread[u], name);
+    for (size_t u = 0; u < sizeof unread / sizeof unread[0]; u++)
+      listed |= !strcmp(unread[u], name);
     for (int j = 0; j < n; j++) {
       char set[96];
       int r = -1;

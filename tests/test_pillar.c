@@ -244,14 +244,6 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
 
 /* ---- a study killed mid-way ------------------------------------------------------------ */
 
-/* The study cases of db as one text, a line per (case, method) in key order: its key and its
- * result without the wall time (the one field that differs from run to run). */
-static char *case_rows(const char *db) {
-  return tu_sql_text(db, "SELECT group_concat(k, char(10)) FROM (SELECT case_key || ' ' || "
-                         "json_remove(result_json, '$.wall_s') AS k FROM study_cases "
-                         "WHERE study = 'pillar' ORDER BY case_key)");
-}
-
 /* The grid's cases: the fabric and the number of its methods (the ablation has 5). */
 static const struct {
   const char *fabric;
@@ -271,63 +263,19 @@ static int whole_cases(const char *db) {
   return n;
 }
 
-/* Where the study is killed: a (case, method) stored, and a search run partway (a checkpoint
- * committed, the run not done), so that the rerun also resumes a search run. */
-#define KILL_AT                                                                              \
-  "SELECT (SELECT count(*) FROM study_cases) >= 1 AND EXISTS (SELECT 1 FROM search_runs r "  \
-  "JOIN search_checkpoints c ON c.search_run_id = r.id WHERE r.status = 'running')"
-
-static const char *const tables[] = {"search_runs", "search_checkpoints",
-                                     "search_checkpoint_plans", "scores", "plans", "models",
-                                     "clusters", "study_cases"};
-
-/* Starts the study on a fresh store and SIGKILLs it at KILL_AT; 1 when the kill landed mid-way:
- * some pairs stored, not all, one search run left running (the rerun resumes it), and every
- * run done has its pair stored (a kill between a search's end and its pair's row leaves a run
- * the rerun cannot resume: it would search that pair again as a new run). */
-static int kill_once(const char *gridp, const char *db, long long *stored) {
-  char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
-                  "--simulate", "1", "--gap", "0.01", NULL};
-  int k = tu_kill_when(tu_spawn(argv), db, KILL_AT, 1, 600);
-  *stored = tu_sql_int(db, "SELECT count(*) FROM study_cases");
-  long long done = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"),
-            running = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'running'");
-  int mid = k == 1 && *stored >= 1 && *stored < PAIRS && done == *stored && running == 1;
-  if (!mid)
-    fprintf(stderr, "%s: no mid-run kill (killed: %d, %lld pairs stored, %lld runs done, %lld "
-            "running)\n", db, k, *stored, done, running);
-  return mid;
-}
-
-/* The study killed mid-way, then run again: it reads back what the kill left whole and
- * searches the rest; the result is the uninterrupted run's (ref). */
+/* The study killed mid-way (tu_study_kill), then run again: it reads back what the kill left
+ * whole and searches the rest; the result is the uninterrupted run's (ref). */
 static void killed(const char *gridp, const char *tmp, const char *ref) {
-  char *db = NULL;
   long long stored = 0;
-  int mid = 0;
-  for (int i = 0; i < 3 && !mid; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "killed%d.db", i);
-    free(db);
-    db = tu_path(tmp, name);
-    mid = kill_once(gridp, db, &stored);
-  }
-  CHECK(mid); /* no try killed the study mid-way */
-  if (!mid) {
-    free(db);
-    return;
-  }
-  fprintf(stderr, "killed with %lld of %d pairs stored, the running search run at %lld of %lld "
-          "units\n", stored, PAIRS,
-          tu_sql_int(db, "SELECT count(*) FROM search_checkpoints c JOIN search_runs r ON "
-                         "r.id = c.search_run_id WHERE r.status = 'running' AND c.complete = 1"),
-          tu_sql_int(db, "SELECT units FROM search_runs WHERE status = 'running'"));
+  char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", NULL,
+                  "--simulate", "1", "--gap", "0.01", NULL};
+  char *db = tu_study_kill(argv, 6, tmp, PAIRS, &stored);
+  CHECK(db != NULL); /* no try killed the study mid-way */
+  if (!db) return;
   char *ok = tu_sql_text(db, "PRAGMA integrity_check");
   CHECK_STREQ(ok, "ok");
   free(ok);
   int whole = whole_cases(db);
-  char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", db,
-                  "--simulate", "1", "--gap", "0.01", NULL};
   tu_run r;
   tu_exec(argv, &r);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
@@ -339,16 +287,9 @@ static void killed(const char *gridp, const char *tmp, const char *ref) {
   CHECK_CONTAINS(r.out, want);
   tu_run_free(&r);
   /* no row twice (the run it was in resumed, not begun again), none missing */
-  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
-    char q[80];
-    snprintf(q, sizeof q, "SELECT count(*) FROM %s", tables[i]);
-    long long a = tu_sql_int(ref, q), b = tu_sql_int(db, q);
-    if (a != b)
-      fprintf(stderr, "%s: %lld rows uninterrupted, %lld after the kill\n", tables[i], a, b);
-    CHECK_EQ(b, a);
-  }
+  CHECK_EQ(tu_tables_differ(ref, db), 0);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"), PAIRS);
-  char *want_rows = case_rows(ref), *got = case_rows(db);
+  char *want_rows = tu_study_rows(ref, "pillar"), *got = tu_study_rows(db, "pillar");
   CHECK(want_rows != NULL);
   CHECK_STREQ(got, want_rows);
   free(want_rows), free(got), free(db);
@@ -384,7 +325,7 @@ static int sharded(const char *mpiexec, const char *gridp, const char *tmp) {
   CHECK_CONTAINS(r.out, "on 2 ranks");
   tu_run_free(&r);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 6);
-  char *a = case_rows(one), *b = case_rows(db);
+  char *a = tu_study_rows(one, "pillar"), *b = tu_study_rows(db, "pillar");
   CHECK(a != NULL);
   CHECK_STREQ(b, a);
   free(a), free(b);

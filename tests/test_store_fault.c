@@ -301,13 +301,10 @@ static void check_error_line(const tu_run *r, const char *db, const char *reason
   if (check__failures) fprintf(stderr, "  stderr: %s", r->err ? r->err : "(none)\n");
 }
 
-/* ---- podplan import under a file size limit ----------------------------------------------- */
-
-static void cli_file_limit(const char *podplan, const char *dir) {
-  char *small = write_log(dir, "small.log", SMALL_ROWS), *big = write_log(dir, "big.log", BIG_ROWS);
-  char *db = tu_path(dir, "limit.db");
-  char *imp_small[] = {(char *)podplan, "import", "nccl-tests", small, "--db", db, NULL};
-  char *imp_big[] = {(char *)podplan, "import", "nccl-tests", big, "--db", db, NULL};
+/* Imports the small log into db through the real binary; the digest of db's rows after it. */
+static char *import_small(const char *podplan, const char *small, const char *db) {
+  char *imp_small[] = {(char *)podplan, "import", "nccl-tests", (char *)small, "--db", (char *)db,
+                       NULL};
   tu_run r;
   CHECK_EQ(tu_exec(imp_small, &r), 0);
   CHECK_EQ(r.status, 0);
@@ -315,6 +312,25 @@ static void cli_file_limit(const char *podplan, const char *dir) {
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements"), 2 * SMALL_ROWS);
   char *before = digest(db, 1);
   CHECK(before != NULL);
+  return before;
+}
+
+/* db passes integrity_check and holds exactly the rows whose digest is before. */
+static void check_intact(const char *db, const char *before) {
+  char *ic = integrity(db), *after = digest(db, 1);
+  CHECK_STREQ(ic, "ok");
+  CHECK_STREQ(after, before); /* the rows it had, nothing of the failed write */
+  free(ic), free(after);
+}
+
+/* ---- podplan import under a file size limit ----------------------------------------------- */
+
+static void cli_file_limit(const char *podplan, const char *dir) {
+  char *small = write_log(dir, "small.log", SMALL_ROWS), *big = write_log(dir, "big.log", BIG_ROWS);
+  char *db = tu_path(dir, "limit.db");
+  char *imp_big[] = {(char *)podplan, "import", "nccl-tests", big, "--db", db, NULL};
+  tu_run r;
+  char *before = import_small(podplan, small, db);
 
   /* the log's 6000 rows do not fit in a 64 KiB write-ahead log */
   run_limited(imp_big, 64 << 10, dir, &r);
@@ -324,17 +340,14 @@ static void cli_file_limit(const char *podplan, const char *dir) {
   check_error_line(&r, db, "disk I/O error (writing");
   CHECK_STREQ(r.out, "");
   tu_run_free(&r);
-  char *ic = integrity(db), *after = digest(db, 1);
-  CHECK_STREQ(ic, "ok");
-  CHECK_STREQ(after, before); /* the rows it had, nothing of the failed import */
-  free(ic), free(after);
+  check_intact(db, before);
 
   /* without the limit the same import stores every row */
   CHECK_EQ(tu_exec(imp_big, &r), 0);
   CHECK_EQ(r.status, 0);
   tu_run_free(&r);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM measurements"), 2 * (SMALL_ROWS + BIG_ROWS));
-  ic = integrity(db);
+  char *ic = integrity(db);
   CHECK_STREQ(ic, "ok");
   free(ic);
 
@@ -539,24 +552,17 @@ static int tmpfs_child(const char *podplan, const char *dir) {
   }
   char *small = write_log(dir, "small.log", SMALL_ROWS), *big = write_log(dir, "big.log", BIG_ROWS);
   char *db = tu_path(mnt, "full.db");
-  char *imp_small[] = {(char *)podplan, "import", "nccl-tests", small, "--db", db, NULL};
   char *imp_big[] = {(char *)podplan, "import", "nccl-tests", big, "--db", db, NULL};
   tu_run r;
-  CHECK_EQ(tu_exec(imp_small, &r), 0);
-  CHECK_EQ(r.status, 0);
-  tu_run_free(&r);
-  char *before = digest(db, 1);
-  CHECK(before != NULL);
+  char *before = import_small(podplan, small, db);
   CHECK_EQ(tu_exec(imp_big, &r), 0);
   printf("512 KiB tmpfs, import of %d rows: exit %d: %s", BIG_ROWS, r.status,
          r.err ? r.err : "(no stderr)\n");
   CHECK_EQ(r.status, 1);
   check_error_line(&r, db, "database or disk is full");
   tu_run_free(&r);
-  char *ic = integrity(db), *after = digest(db, 1);
-  CHECK_STREQ(ic, "ok");
-  CHECK_STREQ(after, before);
-  free(ic), free(after), free(before), free(small), free(big), free(db), free(mnt);
+  check_intact(db, before);
+  free(before), free(small), free(big), free(db), free(mnt);
   return check__failures ? 1 : 0;
 }
 

@@ -199,3 +199,63 @@ int tu_kill_when(int pid, const char *db, const char *sql, long long at_least,
   if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)) return 0; /* it ended before the kill */
   return held ? 1 : -1;
 }
+
+/* What a killed study left: 1 when the kill (k, from tu_kill_when) landed mid-way. */
+static int mid_way(int k, const char *db, long long total, long long *stored) {
+  *stored = tu_sql_int(db, "SELECT count(*) FROM study_cases");
+  long long done = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'done'"),
+            running = tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE status = 'running'");
+  int mid = k == 1 && *stored >= 1 && *stored < total && done == *stored && running == 1;
+  if (!mid)
+    fprintf(stderr, "%s: no mid-run kill (killed: %d, %lld of %lld cases stored, %lld runs done, "
+            "%lld running)\n", db, k, *stored, total, done, running);
+  return mid;
+}
+
+char *tu_study_kill(char **argv, int db_at, const char *dir, long long total, long long *stored) {
+  static const char kill_at[] =
+      "SELECT (SELECT count(*) FROM study_cases) >= 1 AND EXISTS (SELECT 1 FROM search_runs r "
+      "JOIN search_checkpoints c ON c.search_run_id = r.id WHERE r.status = 'running')";
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "killed%d.db", i);
+    char *db = tu_path(dir, name);
+    argv[db_at] = db;
+    int k = tu_kill_when(tu_spawn(argv), db, kill_at, 1, 600);
+    if (mid_way(k, db, total, stored)) {
+      fprintf(stderr, "killed with %lld of %lld cases stored, the running search run at %lld "
+              "of %lld units\n", *stored, total,
+              tu_sql_int(db, "SELECT count(*) FROM search_checkpoints c JOIN search_runs r ON "
+                             "r.id = c.search_run_id WHERE r.status = 'running' AND "
+                             "c.complete = 1"),
+              tu_sql_int(db, "SELECT units FROM search_runs WHERE status = 'running'"));
+      return db;
+    }
+    free(db);
+  }
+  return NULL;
+}
+
+int tu_tables_differ(const char *ref, const char *db) {
+  static const char *const tables[] = {"search_runs", "search_checkpoints",
+                                       "search_checkpoint_plans", "scores", "plans", "models",
+                                       "clusters", "study_cases"};
+  int differ = 0;
+  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+    char q[80];
+    snprintf(q, sizeof q, "SELECT count(*) FROM %s", tables[i]);
+    long long a = tu_sql_int(ref, q), b = tu_sql_int(db, q);
+    if (a != b) fprintf(stderr, "%s: %lld rows in %s, %lld in %s\n", tables[i], a, ref, b, db);
+    differ += a != b;
+  }
+  return differ;
+}
+
+char *tu_study_rows(const char *db, const char *study) {
+  char q[320];
+  snprintf(q, sizeof q,
+           "SELECT group_concat(k, char(10)) FROM (SELECT case_key || ' ' || "
+           "json_remove(result_json, '$.wall_s') AS k FROM study_cases WHERE study = '%s' "
+           "ORDER BY case_key)", study);
+  return tu_sql_text(db, q);
+}

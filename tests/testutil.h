@@ -44,4 +44,20 @@ int tu_spawn(char *const argv[]);
 int tu_kill_when(int pid, const char *db, const char *sql, long long at_least,
                  double timeout_s);
 
+/* A study killed mid-way (test_pillar, test_capacity). tu_study_kill runs the study argv, whose
+ * argv[db_at] it sets to a fresh store dir/killedN.db, N = 0, 1, 2, and SIGKILLs it once a
+ * case is stored and a search run is partway (a checkpoint committed, the run not done), so
+ * that a rerun also resumes a search run. A try counts when the kill landed mid-way: the study
+ * was running, 1 <= cases stored < total, one search run left running and as many done as
+ * cases stored (a kill between a search's end and its case's row leaves a run that a rerun
+ * cannot resume: it would search that case again as a new run). Returns the store of the
+ * first try that counted (malloc'd; *stored: its cases), or NULL after three; on stderr, why a
+ * try did not count, and where the one that did left the running search run. */
+char *tu_study_kill(char **argv, int db_at, const char *dir, long long total, long long *stored);
+/* The tables of a store whose row counts differ between ref and db (each said on stderr). */
+int tu_tables_differ(const char *ref, const char *db);
+/* The cases of `study` in db as one text, a line per case in key order: its key and its
+ * result without the wall time (the one field that differs from run to run). */
+char *tu_study_rows(const char *db, const char *study);
+
 #endif
