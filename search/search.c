@@ -187,9 +187,9 @@ typedef struct acc {
   search__top top;
   long long evaluations, feasible, pruned;
   double bound;       /* min over units (global); INFINITY until one reports */
-  int units_done, complete;
-  int units_carried;  /* of units_done: done in an earlier run (rank 0 holds them) */
-  int units_searched; /* of units_done: searched here */
+  int complete;
+  int units_carried;  /* units done in an earlier run (rank 0 holds them) */
+  int units_searched; /* units searched here; with the carried ones, the units done */
   double min_excess;
   char why[256];
   char note[512];     /* the note of the unit whose plan leads (search__unit.note) */
@@ -198,7 +198,7 @@ typedef struct acc {
 static int absorb(const search_opts *o, acc *a, search__unit *u, pp_err *err) {
   a->evaluations += u->evaluations, a->feasible += u->feasible, a->pruned += u->pruned;
   if (u->bound_s > 0 && u->bound_s < a->bound) a->bound = u->bound_s;
-  a->units_done++, a->units_searched++;
+  a->units_searched++;
   if (!u->complete) a->complete = 0;
   if (u->min_excess_gib < a->min_excess) {
     a->min_excess = u->min_excess_gib;
@@ -222,7 +222,7 @@ static void report_progress(const search__run *run, const acc *a, double t0, int
                             long long live) {
   const search_opts *o = run->o;
   if (!o->progress || (o->comm && o->comm->rank)) return;
-  search_progress p = {units, a->units_done, a->evaluations + live, 0, search__now() - t0, 0,
+  search_progress p = {units, a->units_carried + a->units_searched, a->evaluations + live, 0, search__now() - t0, 0,
                        a->top.n ? a->top.e[0].cm.iter_time_s : 0, 0, 0};
   p.evals_per_s = p.elapsed_s > 0 ? (double)p.done / p.elapsed_s : 0;
   if (a->bound < INFINITY && a->bound > 0) {
@@ -306,9 +306,9 @@ static char *pack(const acc *a, size_t *len) {
   size_t cap = 256, n = 0;
   char *s = malloc(cap);
   if (!s) return NULL;
-  n = (size_t)snprintf(s, cap, "%lld %lld %lld %.17g %d %d %.17g %d %d\n", a->evaluations,
-                       a->feasible, a->pruned, a->bound, a->units_done, a->complete,
-                       a->min_excess, a->units_carried, a->units_searched);
+  n = (size_t)snprintf(s, cap, "%lld %lld %lld %.17g %d %.17g %d %d\n", a->evaluations,
+                       a->feasible, a->pruned, a->bound, a->complete, a->min_excess,
+                       a->units_carried, a->units_searched);
   for (int i = 0; i < a->top.n; i++) {
     char *j = spec_plan_json(&a->top.e[i].plan);
     if (!j) return free(s), NULL;
@@ -335,14 +335,14 @@ static int unpack(search__run *run, cm_model *cm, const char *s, size_t len, acc
   t[len] = '\0';
   long long ev = 0, fe = 0, pr = 0;
   double bound = INFINITY, excess = INFINITY;
-  int ud = 0, comp = 1, uc = 0, us = 0, rc = PP_OK;
+  int comp = 1, uc = 0, us = 0, rc = PP_OK;
   char *line = strtok(t, "\n");
-  if (!line || sscanf(line, "%lld %lld %lld %lg %d %d %lg %d %d", &ev, &fe, &pr, &bound, &ud,
-                      &comp, &excess, &uc, &us) != 9) {
+  if (!line || sscanf(line, "%lld %lld %lld %lg %d %lg %d %d", &ev, &fe, &pr, &bound, &comp,
+                      &excess, &uc, &us) != 8) {
     free(t);
     return pp_err_set(err, PP_INTERNAL, "search: a rank's result is malformed");
   }
-  a->evaluations += ev, a->feasible += fe, a->pruned += pr, a->units_done += ud;
+  a->evaluations += ev, a->feasible += fe, a->pruned += pr;
   a->units_carried += uc, a->units_searched += us;
   if (bound < a->bound) a->bound = bound;
   if (!comp) a->complete = 0;
@@ -447,7 +447,6 @@ static int take_prior(search__run *run, acc *a, pp_err *err) {
   if (o->prior_bound_s > 0 && o->prior_bound_s < a->bound) a->bound = o->prior_bound_s;
   for (size_t i = 0; o->units_done && i < o->nunits_done; i++)
     a->units_carried += o->units_done[i] != 0;
-  a->units_done += a->units_carried;
   for (int i = 0; i < o->nprior; i++) {
     cm_result r;
     if (cm_eval(run->cm, &o->prior[i].plan, &r, err)) return err->code;
@@ -461,16 +460,17 @@ static int finish(search__run *run, acc *a, int units, double t0, search_result 
   out->method = run->o->method;
   out->space_size = run->method->space_size ? run->method->space_size(run) : 0;
   out->evaluations = a->evaluations, out->feasible = a->feasible, out->pruned = a->pruned;
-  out->units = units, out->units_done = a->units_done;
+  int done = a->units_carried + a->units_searched;
+  out->units = units, out->units_done = done;
   out->units_carried = a->units_carried, out->units_searched = a->units_searched;
-  out->complete = a->complete && a->units_done == units;
+  out->complete = a->complete && done == units;
   out->ntop = a->top.n;
   out->top = a->top.e;
   a->top.e = NULL, a->top.n = 0;
   out->best_s = out->ntop ? out->top[0].cm.iter_time_s : 0;
   if (run->o->method == SEARCH_GLOBAL && a->bound < INFINITY) {
     /* the bound of units not searched is unknown: no bound over the whole space then */
-    out->lower_bound_s = a->units_done == units ? a->bound : 0;
+    out->lower_bound_s = done == units ? a->bound : 0;
     if (out->lower_bound_s > 0 && out->ntop && out->lower_bound_s > out->best_s)
       out->lower_bound_s = out->best_s; /* the bound of an exhausted space is its optimum */
     if (out->lower_bound_s > 0 && out->ntop)

@@ -27,13 +27,8 @@
 #define CAP_GBS_TOKENS (4.0 * 1024 * 1024) /* the default global batch: 4 Mi tokens */
 #define CAP_MAX_SIZES 64
 
-/* What became of a point, and a point: study_int.h (study_stored.c reads one back). */
-typedef study__cap_status cap_status;
-typedef study__cap_point cap_point;
-#define CAP_OK STUDY__CAP_OK
-#define CAP_MEMORY STUDY__CAP_MEMORY
-#define CAP_NOPLAN STUDY__CAP_NOPLAN
-
+/* What became of a point, and a point: study__cap_status, study__cap_point (study_int.h;
+ * study_stored.c reads one back). */
 static const char *const cap_status_name[] = {"ok", "cannot-fit", "no-plan"};
 static const char *const cap_status_text[] = {"", "cannot fit", "no plan fits"};
 
@@ -59,7 +54,7 @@ typedef struct crun {
   store *st;
   cap_fabric *fab;
   int nfab;
-  cap_point *pt;
+  study__cap_point *pt;
   int npt;
   int nosim;             /* the simulator is not built in: cost model everywhere */
   /* progress */
@@ -294,11 +289,11 @@ static int fabric_points(crun *x, int fi, pp_err *err) {
       memory_bound(x, f, &c, &prm);
       bounded = 1;
     }
-    cap_point *p = &x->pt[x->npt++];
+    study__cap_point *p = &x->pt[x->npt++];
     memset(p, 0, sizeof *p);
     p->fabric = fi, p->gpus = sizes[i];
     if (!f->min_gpus || p->gpus < f->min_gpus) {
-      p->status = CAP_MEMORY;
+      p->status = STUDY__CAP_MEMORY;
       if (f->min_gpus)
         snprintf(p->why, sizeof p->why, "needs at least %d GPUs (memory lower bound)",
                  f->min_gpus);
@@ -312,7 +307,7 @@ static int fabric_points(crun *x, int fi, pp_err *err) {
 
 /* ---- a point's figures as JSON (study__point_parse reads them back) ----------------------- */
 
-static char *point_json(const cap_point *p) {
+static char *point_json(const study__cap_point *p) {
   json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:b, s:I, s:f}",
                         "status", cap_status_name[p->status], "why", p->why, "plan", p->plan,
                         "brief", p->brief, "cm_s", p->cm_s, "sim_s", p->sim_s, "simulated",
@@ -423,7 +418,7 @@ static void point_key(const crun *x, const cap_fabric *f, const spec_cluster *c,
 
 /* Global search through the funnel, the best plan simulated when sim; fills p. */
 static int search_point(crun *x, cm_model *cm, const spec_cluster *c, int64_t calib, int sim,
-                        cap_point *p, pp_err *err) {
+                        study__cap_point *p, pp_err *err) {
   study_search_req q = {.cm = cm, .m = &x->m, .c = c, .simulate = sim, .calib_id = calib,
                         .sim_time_limit_s = x->o->sim_time_limit_s,
                         .db = x->db, .progress = x->o->progress ? on_search_progress : NULL,
@@ -442,11 +437,11 @@ static int search_point(crun *x, cm_model *cm, const spec_cluster *c, int64_t ca
   p->run_id = out.run_id, p->bound_s = r->lower_bound_s, p->gap = r->gap;
   p->complete = r->complete;
   if (!r->ntop) {
-    p->status = CAP_NOPLAN;
+    p->status = STUDY__CAP_NOPLAN;
     snprintf(p->why, sizeof p->why, "%.310s", r->why);
   } else {
     const search_entry *b = &r->top[out.chosen];
-    p->status = CAP_OK;
+    p->status = STUDY__CAP_OK;
     p->cm_s = b->cm.iter_time_s, p->mfu = b->cm.mfu, p->mem_gib = b->cm.mem_gib_per_gpu;
     if (b->simulated) {
       cm_result at = b->cm;
@@ -461,9 +456,9 @@ static int search_point(crun *x, cm_model *cm, const spec_cluster *c, int64_t ca
 }
 
 /* One point: read back from the store, or searched (and stored as a study case). */
-static int run_point(crun *x, cap_point *p, pp_err *err) {
+static int run_point(crun *x, study__cap_point *p, pp_err *err) {
   const cap_fabric *f = &x->fab[p->fabric];
-  if (p->status == CAP_MEMORY) return PP_OK; /* not searched */
+  if (p->status == STUDY__CAP_MEMORY) return PP_OK; /* not searched */
   snprintf(x->current, sizeof x->current, "%s x%d", f->name, p->gpus);
   progress_line(x, NULL);
   spec_cluster c;
@@ -508,9 +503,9 @@ static int run_point(crun *x, cap_point *p, pp_err *err) {
 static void derive(crun *x) {
   double dl = x->o->deadline_s;
   for (int i = 0; i < x->npt; i++) {
-    cap_point *p = &x->pt[i];
+    study__cap_point *p = &x->pt[i];
     cap_fabric *f = &x->fab[p->fabric];
-    if (p->status != CAP_OK) continue;
+    if (p->status != STUDY__CAP_OK) continue;
     p->iter_s = p->simulated ? p->sim_s : p->cm_s;
     double secs = x->o->tokens / x->tokens_per_iter * p->iter_s;
     p->days = secs / 86400;
@@ -606,9 +601,9 @@ static void print_table(const crun *x, FILE *f) {
           "iter (s)", "time from", "days", "GPU-h", priced ? "cost" : "", "MFU",
           x->o->deadline_s > 0 ? "meets" : "");
   for (int i = 0; i < x->npt; i++) {
-    const cap_point *p = &x->pt[i];
+    const study__cap_point *p = &x->pt[i];
     const char *fab = x->fab[p->fabric].name;
-    if (p->status != CAP_OK) {
+    if (p->status != STUDY__CAP_OK) {
       fprintf(f, "%-13s %5d  %s: %.200s\n", fab, p->gpus, cap_status_text[p->status], p->why);
       continue;
     }
@@ -623,9 +618,9 @@ static void print_table(const crun *x, FILE *f) {
 /* What a fabric that fits nowhere says: the largest size tried and why. */
 static int fabric_na(const crun *x, const cap_fabric *f, char *buf, size_t n) {
   for (int i = 0; i < f->npoints; i++)
-    if (x->pt[f->first + i].status == CAP_OK) return 0;
+    if (x->pt[f->first + i].status == STUDY__CAP_OK) return 0;
   if (f->npoints) {
-    const cap_point *p = &x->pt[f->first + f->npoints - 1];
+    const study__cap_point *p = &x->pt[f->first + f->npoints - 1];
     snprintf(buf, n, "%s cannot fit the model on up to %d GPUs: at %d GPUs (the largest size "
              "tried) %s: %s", f->name, x->gpus_max, p->gpus, cap_status_text[p->status], p->why);
   } else if (f->skipped[0]) {
@@ -647,7 +642,7 @@ static int print_notes(const crun *x, FILE *f, int md) {
     char na[768];
     if (fabric_na(x, b, na, sizeof na) && ++n && f) fprintf(f, "%s%s\n", md ? "- " : "", na);
     int mem = 0;
-    for (int j = 0; j < b->npoints; j++) mem += x->pt[b->first + j].status == CAP_MEMORY;
+    for (int j = 0; j < b->npoints; j++) mem += x->pt[b->first + j].status == STUDY__CAP_MEMORY;
     if (mem && ++n && f)
       fprintf(f, "%s%s: memory lower bound %d GPUs: %s; the %d smaller size%s not searched\n",
               md ? "- " : "", b->name, b->min_gpus, b->min_why, mem, mem > 1 ? "s were" : " was");
@@ -666,7 +661,8 @@ static int ranked_picks(const crun *x, int *order) {
     if (x->fab[i].pick >= 0) order[n++] = i;
   for (int i = 1; i < n; i++) /* insertion sort: a handful of fabrics */
     for (int j = i; j > 0; j--) {
-      const cap_point *a = &x->pt[x->fab[order[j - 1]].pick], *b = &x->pt[x->fab[order[j]].pick];
+      const study__cap_point *a = &x->pt[x->fab[order[j - 1]].pick],
+                             *b = &x->pt[x->fab[order[j]].pick];
       int swap = (a->cost < 0) != (b->cost < 0) ? a->cost < 0
                  : a->cost >= 0                 ? a->cost > b->cost
                                                 : a->gpu_hours > b->gpu_hours;
@@ -681,7 +677,7 @@ static int ranked_picks(const crun *x, int *order) {
 static int fastest(const crun *x, int fab) {
   int best = -1;
   for (int i = 0; i < x->npt; i++)
-    if (x->pt[i].status == CAP_OK && (fab < 0 || x->pt[i].fabric == fab) &&
+    if (x->pt[i].status == STUDY__CAP_OK && (fab < 0 || x->pt[i].fabric == fab) &&
         (best < 0 || x->pt[i].days < x->pt[best].days))
       best = i;
   return best;
@@ -708,7 +704,7 @@ static void print_answer(const crun *x, FILE *f, int md) {
           x->o->prices ? "cost" : "GPU-hours");
   for (int k = 0; k < n; k++) {
     const cap_fabric *b = &x->fab[order[k]];
-    const cap_point *p = &x->pt[b->pick];
+    const study__cap_point *p = &x->pt[b->pick];
     c[0] = '\0';
     if (p->cost >= 0) {
       strcpy(c, ", ");
@@ -736,10 +732,10 @@ static int write_csv(const crun *x, const char *path, pp_err *err) {
         "gpu_hours,price_per_gpu_hour,cost_usd,mfu,mem_gib,meets_deadline,gap,search_run_id,"
         "plan,why\n", f);
   for (int i = 0; i < x->npt; i++) {
-    const cap_point *p = &x->pt[i];
+    const study__cap_point *p = &x->pt[i];
     const cap_fabric *b = &x->fab[p->fabric];
     fprintf(f, "%s,%s,%d,%d,%s,", b->name, b->gpu, p->gpus, x->gbs, cap_status_name[p->status]);
-    if (p->status == CAP_OK) {
+    if (p->status == STUDY__CAP_OK) {
       fprintf(f, "%d,%.9g,%.9g,", p->simulated, p->iter_s, p->cm_s);
       if (p->simulated) fprintf(f, "%.9g", p->sim_s);
       fprintf(f, ",%.6g,%.6g,%.6g,", x->tokens_per_iter / p->iter_s, p->days, p->gpu_hours);
@@ -756,8 +752,8 @@ static int write_csv(const crun *x, const char *path, pp_err *err) {
     study__csv_field(f, p->plan);
     fputc(',', f);
     char why[640];
-    snprintf(why, sizeof why, "%s%s%s", p->why, p->status == CAP_MEMORY ? ": " : "",
-             p->status == CAP_MEMORY ? b->min_why : "");
+    snprintf(why, sizeof why, "%s%s%s", p->why, p->status == STUDY__CAP_MEMORY ? ": " : "",
+             p->status == STUDY__CAP_MEMORY ? b->min_why : "");
     study__csv_field(f, why);
     fputc('\n', f);
   }
@@ -787,9 +783,9 @@ static void md_table(const crun *x, FILE *f) {
              "|---|--:|---|--:|---|--:|--:|--:|--:|%s\n",
           x->o->deadline_s > 0 ? " meets the deadline |" : "", x->o->deadline_s > 0 ? "---|" : "");
   for (int i = 0; i < x->npt; i++) {
-    const cap_point *p = &x->pt[i];
+    const study__cap_point *p = &x->pt[i];
     const char *fab = x->fab[p->fabric].name;
-    if (p->status != CAP_OK) {
+    if (p->status != STUDY__CAP_OK) {
       fprintf(f, "| %s | %d | %s: %s | | | | | | |%s\n", fab, p->gpus,
               cap_status_text[p->status], p->why,
               x->o->deadline_s > 0 ? " |" : "");
@@ -854,7 +850,7 @@ static const struct cap_plot_def {
 static const char *const cap_colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                          "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
-static double plot_value(const cap_point *p, cap_plot_kind k) {
+static double plot_value(const study__cap_point *p, cap_plot_kind k) {
   return k == CAP_PLOT_DAYS ? p->days : k == CAP_PLOT_GPU_HOURS ? p->gpu_hours : p->cost;
 }
 
@@ -876,8 +872,8 @@ static int plot_data(const crun *x, cap_plot_kind k, const char *path, cap_plot_
   for (int i = 0; i < x->nfab && d->n < 64; i++) {
     int rows = 0;
     for (int j = 0; j < x->fab[i].npoints; j++) {
-      const cap_point *p = &x->pt[x->fab[i].first + j];
-      double v = p->status == CAP_OK ? plot_value(p, k) : 0;
+      const study__cap_point *p = &x->pt[x->fab[i].first + j];
+      double v = p->status == STUDY__CAP_OK ? plot_value(p, k) : 0;
       if (!(v > 0)) continue;
       if (!rows++) fprintf(f, "%s# %s: GPUs, %s, simulated\n", d->n ? "\n\n" : "",
                            x->fab[i].name, cap_plots[k].title);
@@ -1057,7 +1053,7 @@ int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp
   /* the output folder before the work: a study that cannot write its answer fails at once */
   if (!rc && o->out_dir) rc = pp_mkdirs(o->out_dir, err);
   if (!rc) rc = store_open(x.db, NULL, &x.st, err);
-  for (int i = 0; i < x.npt; i++) x.total += x.pt[i].status != CAP_MEMORY;
+  for (int i = 0; i < x.npt; i++) x.total += x.pt[i].status != STUDY__CAP_MEMORY;
   for (int i = 0; i < x.npt && !rc; i++) rc = run_point(&x, &x.pt[i], err);
   if (o->progress && x.total) fputs("\r\033[K", stderr);
   if (!rc) {
@@ -1066,8 +1062,8 @@ int study_capacity(const study_capacity_opts *o, study_capacity_summary *sum, pp
   }
   sum->fabrics = x.nfab;
   for (int i = 0; i < x.npt; i++) {
-    sum->points += x.pt[i].status != CAP_MEMORY;
-    sum->feasible += x.pt[i].status == CAP_OK;
+    sum->points += x.pt[i].status != STUDY__CAP_MEMORY;
+    sum->feasible += x.pt[i].status == STUDY__CAP_OK;
   }
   for (int i = 0; i < x.nfab; i++) sum->meeting += x.fab[i].pick >= 0;
   sum->searched = x.searched;

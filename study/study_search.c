@@ -352,7 +352,6 @@ int study_search(const study_search_req *q, study_search_out *out, pp_err *err) 
   if ((rc = begin_run(q, units, &f, out, &state, &units_done, err))) goto done;
   out->began = 1;
   out->resumed = state.resumed;
-  out->units_before = state.nunits_done;
   out->units = units;
   search_opts o = q->o;
   o.units_done = units_done;

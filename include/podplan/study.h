@@ -241,7 +241,7 @@ typedef struct study_search_out {
   int began;                 /* the run began in the store */
   int searched;              /* the search ended: a failure after it was rank 0's alone (on a
                                 failure before it, other ranks may be waiting) */
-  int resumed, units_before, units; /* a resumed run had units_before of units done */
+  int resumed, units;          /* an unfinished run was continued; its work units */
   int nsim;                  /* top[0 .. nsim-1] went to the simulator */
   int *sim_rank;             /* [nsim]: 1-based rank by simulated time (0: not simulated) */
   int sim_stopped;           /* of the nsim, stopped by sim_time_limit_s (top[i].simulated 0) */
