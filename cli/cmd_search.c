@@ -329,7 +329,11 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
            " now)", r->units_carried, out->units, r->units_searched);
   printf("\n");
   if (r->method == SEARCH_GLOBAL && r->lower_bound_s > 0)
-    printf("lower bound %.4f s; gap %.2f%%\n", r->lower_bound_s, 100 * r->gap);
+    printf("lower bound %.4f s; gap %.2f%%; %s\n", r->lower_bound_s, 100 * r->gap,
+           r->certified ? "certified (the gap asked is met)"
+                        : "not certified (stopped before the gap asked was met)");
+  else if (r->method == SEARCH_GLOBAL)
+    printf("no lower bound (stopped before every unit was searched); not certified\n");
   if (r->note[0]) printf("%s\n", r->note);
   if (!r->ntop) {
     printf("no feasible plan: %s\n", r->why);
@@ -386,6 +390,7 @@ static void print_json(const args *a, const spec_model *m, const spec_cluster *c
     json_object_set_new(o, "lower_bound_s",
                         r->lower_bound_s > 0 ? json_real(r->lower_bound_s) : json_null());
     json_object_set_new(o, "gap", r->lower_bound_s > 0 ? json_real(r->gap) : json_null());
+    json_object_set_new(o, "certified", json_boolean(r->certified));
   }
   json_object_set_new(o, "space_size", json_real(r->space_size));
   json_object_set_new(o, "plans_found", json_integer(r->feasible));

@@ -456,7 +456,8 @@ static int take_prior(search__run *run, acc *a, pp_err *err) {
   return PP_OK;
 }
 
-static int finish(search__run *run, acc *a, int units, double t0, search_result *out) {
+static int finish(search__run *run, acc *a, int units, double t0, search_result *out,
+                  pp_err *err) {
   out->method = run->o->method;
   out->space_size = run->method->space_size ? run->method->space_size(run) : 0;
   out->evaluations = a->evaluations, out->feasible = a->feasible, out->pruned = a->pruned;
@@ -471,10 +472,15 @@ static int finish(search__run *run, acc *a, int units, double t0, search_result 
   if (run->o->method == SEARCH_GLOBAL && a->bound < INFINITY) {
     /* the bound of units not searched is unknown: no bound over the whole space then */
     out->lower_bound_s = done == units ? a->bound : 0;
-    if (out->lower_bound_s > 0 && out->ntop && out->lower_bound_s > out->best_s)
-      out->lower_bound_s = out->best_s; /* the bound of an exhausted space is its optimum */
     if (out->lower_bound_s > 0 && out->ntop)
       out->gap = (out->best_s - out->lower_bound_s) / out->lower_bound_s;
+    /* a bound above a plan of the space is a bug in the bound, never clamped */
+    if (out->gap < -1e-9)
+      return pp_err_set(err, PP_INTERNAL,
+                        "search: global's lower bound %.9g s exceeds its best plan %.9g s "
+                        "(a bug in the bound)", out->lower_bound_s, out->best_s);
+    out->certified = out->complete && out->lower_bound_s > 0 &&
+                     (!out->ntop || out->gap <= run->o->gap * (1 + 1e-9) + 1e-12);
   }
   if (!out->ntop)
     snprintf(out->why, sizeof out->why, "%s", a->why[0] ? a->why : "the space has no valid plan");
@@ -499,7 +505,7 @@ int search_run(cm_model *cm, const search_opts *o, search_result *out, pp_err *e
   if (!(rc = search__top_init(&a.top, o->top, err)) && !(rc = take_prior(&run, &a, err)) &&
       !(rc = run_units(&run, units, &a, t0, err)) && o->comm && o->comm->size > 1)
     rc = merge_ranks(&run, &a, err);
-  if (!rc) rc = finish(&run, &a, units, t0, out);
+  if (!rc) rc = finish(&run, &a, units, t0, out, err);
   if (run.method->release) run.method->release(&run);
   search__top_free(&a.top);
   if (rc) search_result_clear(out);

@@ -269,7 +269,11 @@ typedef struct gtype {
 typedef struct gtab {
   gtype *t;
   int n, cap;
-  int *first, *count; /* [size index * period + class]: types of that block */
+  int *first, *count; /* [size index * period + class]: types of that block, the DP's (not
+                         dominated) first */
+  int *all;           /* [slot]: count plus the dominated ones after them (the enumeration of
+                         plans near the bound takes those too: cm_eval charges terms the DP
+                         does not see, so a dominated type can still give the best plan) */
   double *bnd;        /* [slot]: the least transfer from that block to any next one, times
                          pp_p2p_per_mb (what each boundary adds to the bound: see p2p_bound) */
   int K;
@@ -298,22 +302,7 @@ static int valid_cfg(const search__run *run, int tp, int cp, int ep, int dp, int
   return dp % ep == 0;
 }
 
-static int add_type(gtab *T, gtype *g, int *count, pp_err *err) {
-  gtype *base = T->t + T->n - *count;
-  for (int i = 0; i < *count; i++)
-    if (dominated(g, &base[i], T->K)) {
-      free(g->tail0);
-      return PP_OK;
-    }
-  /* drop those the new one dominates */
-  int w = 0;
-  for (int i = 0; i < *count; i++)
-    if (!dominated(&base[i], g, T->K))
-      base[w++] = base[i];
-    else
-      free(base[i].tail0);
-  T->n -= *count - w;
-  *count = w;
+static int add_type(gtab *T, const gtype *g, pp_err *err) {
   if (T->n == T->cap) {
     int cap = T->cap ? 2 * T->cap : 256;
     gtype *t = realloc(T->t, (size_t)cap * sizeof *t);
@@ -321,19 +310,55 @@ static int add_type(gtab *T, gtype *g, int *count, pp_err *err) {
     T->t = t, T->cap = cap;
   }
   T->t[T->n++] = *g;
-  (*count)++;
   return PP_OK;
+}
+
+/* Orders the n types from `first`: those no other type dominates first (of two equal types
+ * the earlier stays), then the dominated; returns how many are not dominated (-1: no memory).
+ * Each type is compared with the undominated so far only (domination is transitive). */
+static int partition_types(gtab *T, int first, int n, pp_err *err) {
+  gtype *t = T->t + first, *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+  int *keep = malloc((size_t)(n ? n : 1) * sizeof *keep);
+  char *dom = calloc((size_t)(n ? n : 1), 1);
+  if (!tmp || !keep || !dom) {
+    free(tmp), free(keep), free(dom);
+    pp_err_set(err, PP_NOMEM, "search: out of memory");
+    return -1;
+  }
+  int nk = 0;
+  for (int i = 0; i < n; i++) {
+    int beaten = 0;
+    for (int j = 0; j < nk && !beaten; j++) beaten = dominated(&t[i], &t[keep[j]], T->K);
+    if (beaten) {
+      dom[i] = 1;
+      continue;
+    }
+    int w = 0;
+    for (int j = 0; j < nk; j++)
+      if (dominated(&t[keep[j]], &t[i], T->K))
+        dom[keep[j]] = 1;
+      else
+        keep[w++] = keep[j];
+    nk = w;
+    keep[nk++] = i;
+  }
+  int w = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++)
+      if (dom[i] == pass) tmp[w++] = t[i];
+  memcpy(t, tmp, (size_t)n * sizeof *t);
+  free(tmp), free(keep), free(dom);
+  return nk;
 }
 
 /* The types of block size S starting at GPU d (a representative of its class). */
 static int block_types(search__unit *u, int S, int d, int samples, int sp, int zero, gtab *T,
-                       int *count, pp_err *err) {
+                       size_t slot, pp_err *err) {
   const search_space *s = &u->run->o->space;
   int *gpus = malloc((size_t)S * sizeof *gpus);
   if (!gpus) return pp_err_set(err, PP_NOMEM, "search: out of memory");
   for (int i = 0; i < S; i++) gpus[i] = d + i;
-  int rc = PP_OK;
-  *count = 0;
+  int rc = PP_OK, first = T->n;
   for (int tp = 1; tp <= S && !rc; tp++) {
     if (S % tp) continue;
     for (int cp = 1; cp <= S / tp && !rc; cp++) {
@@ -369,13 +394,17 @@ static int block_types(search__unit *u, int S, int d, int samples, int sp, int z
             for (int cc = 1; cc <= K; cc++)
               g.tail0[cc] = cm_stage_tail(u->cm, &co, cc, 1, cc == K, zero, 0);
           }
-          rc = add_type(T, &g, count, err);
+          if ((rc = add_type(T, &g, err))) free(g.tail0);
         }
       }
     }
   }
   free(gpus);
-  return rc;
+  if (rc) return rc;
+  T->first[slot] = first;
+  T->all[slot] = T->n - first;
+  T->count[slot] = partition_types(T, first, T->n - first, err);
+  return T->count[slot] < 0 ? err->code : PP_OK;
 }
 
 /* Position p (GPU or node index) to GPU id. */
@@ -399,7 +428,8 @@ static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, 
   size_t slots = (size_t)s->nsizes * (size_t)s->period;
   T->first = malloc(slots * sizeof *T->first);
   T->count = calloc(slots, sizeof *T->count);
-  if (!T->first || !T->count) return pp_err_set(err, PP_NOMEM, "search: out of memory");
+  T->all = calloc(slots, sizeof *T->all);
+  if (!T->first || !T->count || !T->all) return pp_err_set(err, PP_NOMEM, "search: out of memory");
   for (size_t i = 0; i < slots; i++) T->first[i] = -1;
   T->K = u->run->m.layers;
   const spec_cluster *c = &u->run->c;
@@ -413,15 +443,14 @@ static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, 
         return PP_OK;
       }
       size_t slot = (size_t)z * s->period + (size_t)d;
-      T->first[slot] = T->n;
-      if (block_types(u, S, d, samples, sp, zero, T, &T->count[slot], err)) return err->code;
+      if (block_types(u, S, d, samples, sp, zero, T, slot, err)) return err->code;
     }
   return PP_OK;
 }
 
 static void free_types(gtab *T) {
   for (int i = 0; i < T->n; i++) free(T->t[i].tail0);
-  free(T->t), free(T->first), free(T->count), free(T->bnd);
+  free(T->t), free(T->first), free(T->count), free(T->all), free(T->bnd);
   memset(T, 0, sizeof *T);
 }
 
@@ -438,6 +467,8 @@ typedef struct gdp {
   int8_t *nc;         /* next stage's class */
   int C;              /* classes of the last solve: c < C exactly c stages from here on, C: at
                          least C (memory needs only min(stages left, m)) */
+  double tmax_solved; /* the last finished solve's t_max and in-flight cap (mcap 0: none) */
+  int mcap_solved;
   double *mrow;       /* a merged row of two classes */
   int16_t *lo, *hi;   /* [r * (D + 1) + p]: the finite k of that row lie in [lo, hi] */
   int *dq;            /* deque: k' */
@@ -521,6 +552,8 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
                     double tmax, int mcap) {
   const spec_cluster *c = &run->c;
   int K = D->K, P = D->D;
+  if (D->mcap_solved == mcap && D->tmax_solved == tmax) return 0; /* the table holds it */
+  D->mcap_solved = 0;
   D->C = D->R < mcap ? D->R : mcap;
   size_t cells = (size_t)(D->C + 1) * (size_t)(P + 1) * (size_t)(K + 1);
   for (size_t i = 0; i < cells; i++) D->G[i] = INFINITY;
@@ -554,15 +587,18 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
           const gtype *g = &T->t[tix];
           /* the last stage: layers k .. K (k = 0 only at position 0; one stage on every GPU
            * is a plan of the uniform space, searched there) */
-          if (last_ok && !(p == 0 && S == c->gpus))
-            for (int k = (p == 0 ? 0 : 1); k < (p == 0 ? 1 : K); k++) {
+          if (last_ok && !(p == 0 && S == c->gpus)) {
+            /* layers k .. K fit within t_max and memory iff K - k <= most */
+            int most = max_layers(g, (p == 0) + 2, tmax, D->hbm, f);
+            int k0 = p == 0 ? 0 : (K - most > 1 ? K - most : 1);
+            for (int k = k0; k < (p == 0 ? (most >= K) : K); k++) {
               int q = (k == 0) + 2;
-              if (max_layers(g, q, tmax, D->hbm, f) < K - k) continue;
               double t = (K - k) * g->l + g->x[q];
               if (k == 0) t += fmax(g->tail0[K], D->tail_lb); /* the whole plan: its tail */
               size_t at = IDX(D, cl, k, p);
               if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)K, D->nc[at] = 0;
             }
+          }
           if (!more_ok || hi < 0) continue;
           if (p == 0) { /* the first stage (k = 0, only at position 0) */
             int C = max_layers(g, 1, tmax, D->hbm, f);
@@ -589,13 +625,15 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
         }
     }
   }
+  D->tmax_solved = tmax, D->mcap_solved = mcap;
   return 0;
 }
 
 /* ---- one unit: branch and bound on t_max --------------------------------------------------- */
 
 typedef struct ival {
-  double a, b, Gb; /* t_max in [a, b]; least sum of stage times at b */
+  double a, b, Gb; /* t_max in [a, b]; a lower bound of the least sum F(b) */
+  int flat;        /* 1: Gb = F(t) for every t in [a, b]: splitting cannot raise the bound */
 } ival;
 
 typedef struct gunit {
@@ -632,22 +670,40 @@ static double rebuild(gunit *g, int r, int *n) {
   return tmax;
 }
 
-/* Scores the best plans of the last solve with the full cost model; returns the least DP
- * objective among stage counts (INFINITY when none) and its plan's largest stage time. */
-static int score_solve(gunit *g, double *best_obj, double *best_tmax, double *Gmin, pp_err *err) {
+/* Builds the plan of g->st[0 .. n) and scores it with the full cost model; *t gets its
+ * iteration time (INFINITY when it does not fit). */
+static int score_stages(gunit *g, int n, double *t, pp_err *err) {
+  const search__run *run = g->u->run;
+  spec_plan p;
+  if (search_plan_build(g->st, n, run->o->space.gbs, g->m, g->sp, g->zero, &run->m, &run->c,
+                        &p, err))
+    return err->code; /* the DP builds only valid plans: a failure is a bug */
+  cm_result r;
+  int rc = search__eval(g->u, &p, &r, err);
+  spec_plan_clear(&p);
+  if (t) *t = !rc && r.feasible ? r.iter_time_s : INFINITY;
+  return rc;
+}
+
+/* Scores the plans of the last exact solve's EVAL_PER_SOLVE best stage-count classes (by DP
+ * objective) with the full cost model. Returns in *Gmin the least sum F(t_max) (INFINITY when
+ * nothing fits) and in *ls_tmax the largest stage time of the plan that reaches it: F is then
+ * flat on [*ls_tmax, t_max] (F(*ls_tmax) <= that plan's sum = F(t_max) <= F(*ls_tmax)), which
+ * is what the branch and bound may conclude; another class's plan with a smaller largest stage
+ * time and a larger sum says nothing about the plans between the two. */
+static int score_solve(gunit *g, double *Gmin, double *ls_tmax, pp_err *err) {
   gdp *D = &g->D;
   double val[EVAL_PER_SOLVE];
   int rr[EVAL_PER_SOLVE], nv = 0;
-  *best_obj = *Gmin = INFINITY;
-  *best_tmax = 0;
+  *Gmin = INFINITY;
+  *ls_tmax = 0;
   for (int r = 1; r <= D->C; r++) {
     double G = D->G[IDX(D, r, 0, 0)];
     if (G == INFINITY) continue;
-    if (G < *Gmin) *Gmin = G;
     int n;
     double tm = rebuild(g, r, &n);
+    if (G < *Gmin) *Gmin = G, *ls_tmax = tm;
     double obj = G + (g->m - 1) * tm;
-    if (obj < *best_obj) *best_obj = obj, *best_tmax = tm;
     /* keep the EVAL_PER_SOLVE best objectives, in order */
     if (nv == EVAL_PER_SOLVE && obj >= val[nv - 1]) continue;
     int at = nv < EVAL_PER_SOLVE ? nv++ : nv - 1;
@@ -657,15 +713,114 @@ static int score_solve(gunit *g, double *best_obj, double *best_tmax, double *Gm
   for (int i = 0; i < nv; i++) {
     int n;
     rebuild(g, rr[i], &n);
-    spec_plan p;
-    const search__run *run = g->u->run;
-    if (search_plan_build(g->st, n, run->o->space.gbs, g->m, g->sp, g->zero, &run->m, &run->c,
-                          &p, err))
-      return err->code; /* the DP builds only valid plans: a failure is a bug */
-    int rc = search__eval(g->u, &p, NULL, err);
-    spec_plan_clear(&p);
-    if (rc) return rc;
+    if (score_stages(g, n, NULL, err)) return err->code;
   }
+  return PP_OK;
+}
+
+/* ---- closing an interval by enumeration ------------------------------------------------- */
+
+/* Where the DP's bound stops short of what cm_eval charges (its p2p and tail terms are lower
+ * bounds, dominated types are left out), splitting t_max further cannot close an interval:
+ * on a flat interval the DP returns the same plan at every t_max. Such an interval [a, b] is
+ * closed by scoring every plan whose DP sum, with every stage within b, is at most
+ * budget = thr - (m - 1) a, thr = the best known / (1 + gap): a depth-first walk of the exact
+ * table solved at b, from the first stage on, that takes a stage only when the sum so far, the
+ * stage and the least sum of the rest (the table's value where it leads) stay within the
+ * budget. Every plan left out has T >= its DP sum + (m - 1) a > thr; so the interval's bound
+ * is min(thr, the best plan scored). Dominated types are walked too. At most ENUM_PLANS plans
+ * per interval: past that the interval keeps its DP bound and the unit says it did not meet
+ * the gap. */
+#define ENUM_PLANS 100000
+
+typedef struct genum {
+  double tmax, budget, best;
+  long plans;
+  int stopped; /* 1: the cap or the time limit cut the walk */
+} genum;
+
+static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, int n, pp_err *err);
+
+/* One stage of type t (slot's bnd) from (cl, k, p) with c layers; recurses into the rest. */
+static int enum_take(gunit *g, genum *e, const gtype *t, double bnd, int cl, int k, int p,
+                     int c, double acc, int n, pp_err *err) {
+  gdp *D = &g->D;
+  const spec_cluster *cs = &g->u->run->c;
+  int K = D->K, d = gpu_at(g->s, cs, p), last = k + c == K;
+  int q = (k == 0) + 2 * last;
+  double ti = c * t->l + t->x[q];
+  if (k == 0) ti += fmax(t->tail0[c], D->tail_lb);
+  if (!last) ti += k == 0 ? D->m * bnd : bnd;
+  g->st[n] = (search_stage){c, d, t->size, t->cfg.tp, t->cfg.cp, t->cfg.dp, t->cfg.ep,
+                            t->cfg.recompute};
+  double slack = 1e-9 * fabs(e->budget);
+  if (last) {
+    if (acc + ti > e->budget + slack) return PP_OK;
+    double real;
+    if (score_stages(g, n + 1, &real, err)) return err->code;
+    if (real < e->best) e->best = real;
+    if (++e->plans >= ENUM_PLANS || ((e->plans & 255) == 0 && search__expired(g->u->run)))
+      e->stopped = 1;
+    return PP_OK;
+  }
+  int pn = g->s->sub_node ? d + t->size : (d + t->size) / cs->gpus_per_node;
+  int next[2] = {D->C == 1 ? 1 : cl - 1, cl == D->C && D->C > 1 ? cl : 0};
+  for (int i = 0; i < 2 && !e->stopped; i++) {
+    if (next[i] < 1) continue;
+    double rest = D->G[IDX(D, next[i], k + c, pn)];
+    if (rest == INFINITY || acc + ti + rest > e->budget + slack) continue;
+    if (enum_stages(g, e, next[i], k + c, pn, acc + ti, n + 1, err)) return err->code;
+  }
+  return PP_OK;
+}
+
+/* Every stage that may start at (class cl, layer k, position p), as the DP takes them. */
+static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, int n, pp_err *err) {
+  gdp *D = &g->D;
+  const gl_state *s = g->s;
+  const spec_cluster *c = &g->u->run->c;
+  int K = D->K, d = gpu_at(s, c, p), f = cl < D->m ? cl : D->m;
+  int last_ok = cl == 1, more_ok = cl > 1 || D->C == 1;
+  for (int z = 0; z < s->nsizes && !e->stopped; z++) {
+    int S = s->sizes[z];
+    size_t slot = (size_t)z * s->period + (size_t)(d % s->period);
+    if (!fits_at(s, c, S, d) || g->T.first[slot] < 0) continue;
+    for (int ti = 0; ti < g->T.all[slot] && !e->stopped; ti++) {
+      const gtype *t = &g->T.t[g->T.first[slot] + ti];
+      double bnd = g->T.bnd[slot];
+      /* the last stage (one stage on every GPU is the uniform part's) */
+      if (last_ok && !(p == 0 && S == c->gpus) &&
+          max_layers(t, (k == 0) + 2, e->tmax, D->hbm, f) >= K - k &&
+          enum_take(g, e, t, bnd, cl, k, p, K - k, acc, n, err))
+        return err->code;
+      if (!more_ok) continue;
+      int most = max_layers(t, k == 0, e->tmax, D->hbm, f);
+      for (int cc = 1; cc <= most && k + cc < K && !e->stopped; cc++)
+        if (enum_take(g, e, t, bnd, cl, k, p, cc, acc, n, err)) return err->code;
+    }
+  }
+  return PP_OK;
+}
+
+/* Closes [a, b] by enumeration (see above): solves the exact table at b, walks it; *lb gets
+ * the interval's bound. Returns 1 in *stopped when the cap or the time limit cut it (then
+ * *lb is the interval's DP bound, unchanged). */
+static int enum_close(gunit *g, double a, double b, double thr, double *lb, int *stopped,
+                      pp_err *err) {
+  gdp *D = &g->D;
+  *stopped = 0;
+  if (dp_solve(g->u->run, g->s, &g->T, D, b, g->m)) {
+    *stopped = 1;
+    return PP_OK;
+  }
+  genum e = {.tmax = b, .budget = thr - (g->m - 1) * a, .best = INFINITY};
+  for (int r = 1; r <= D->C && !e.stopped; r++) {
+    double G = D->G[IDX(D, r, 0, 0)];
+    if (G == INFINITY || G > e.budget + 1e-9 * fabs(e.budget)) continue;
+    if (enum_stages(g, &e, r, 0, 0, 0, 0, err)) return err->code;
+  }
+  *stopped = e.stopped;
+  if (!e.stopped) *lb = e.best < thr ? e.best : thr;
   return PP_OK;
 }
 
@@ -759,46 +914,70 @@ static void static_bounds(gunit *g, double *a0) {
   g->tail_lb = cm_optimizer_time(g->u->cm, total / run->c.gpus);
 }
 
+/* The unit's part before the branch and bound: the static bound, and the relaxed DP without
+ * a t_max. Returns 1 when the unit is settled without it (bound_s set). */
+static int bnb_start(gunit *g, double *a0, double *Gm, double *tm, pp_err *err) {
+  search__unit *u = g->u;
+  const search__run *run = u->run;
+  static_bounds(g, a0);
+  if (p2p_bound(g, err)) return -1;
+  double lb0 = g->m * *a0 + g->tail_lb;
+  if (g->T.n == 0 || lb0 * (1 + run->o->gap) >= g->s->incumbent) { /* cannot beat the uniform optimum */
+    u->bound_s = g->T.n ? lb0 : INFINITY;
+    u->pruned++;
+    return 1;
+  }
+  u->bound_s = lb0;
+  if (search__expired(run)) { /* out of time before it began: only the static bound */
+    u->complete = 0;
+    return 1;
+  }
+  if (dp_alloc(g, err)) return -1;
+  g->D.tail_lb = g->tail_lb;
+  /* without a t_max, relaxed: its least sum G~ is at most every plan's sum, and its plan's
+   * largest stage time b0 bounds [b0, inf): there T >= G~ + (m - 1) b0 */
+  if (dp_solve(run, g->s, &g->T, &g->D, INFINITY, 1)) { /* out of time: the static bound */
+    u->complete = 0;
+    return 1;
+  }
+  *Gm = g->D.G[IDX(&g->D, 1, 0, 0)];
+  if (*Gm == INFINITY) { /* nothing fits even the relaxation: nothing fits */
+    u->bound_s = INFINITY;
+    return 1;
+  }
+  int nst;
+  *tm = rebuild(g, 1, &nst);
+  return 0;
+}
+
+/* After an exact solve at b whose least-sum plan has largest stage time tls and sum Gmin:
+ * F = Gmin on [max(tls, a), b] (flat), and [a, tls] keeps F(tls) = Gmin as its bound. */
+static int push_solved(ival *iv, int n, double a, double b, double Gmin, double tls) {
+  if (Gmin == INFINITY) return n; /* no plan has every stage within b: [a, b] is empty */
+  if (tls > a) {
+    iv[n++] = (ival){tls, b, Gmin, 1};
+    iv[n++] = (ival){a, tls, Gmin, 0};
+  } else {
+    iv[n++] = (ival){a, b, Gmin, 1};
+  }
+  return n;
+}
+
+/* Branch and bound on t_max (see the top of the file). The unit's bound is the least of its
+ * open intervals' bounds and of the closed ones'; it stops when the open ones cannot bring
+ * it below the best known / (1 + gap). */
 static int bnb(gunit *g, pp_err *err) {
   search__unit *u = g->u;
   const search__run *run = u->run;
-  double a0, obj, tm, Gm;
-  static_bounds(g, &a0);
-  if (p2p_bound(g, err)) return err->code;
-  double stop_gap = 1 + run->o->gap;
-  double lb0 = g->m * a0 + g->tail_lb;
-  if (g->T.n == 0 || lb0 * stop_gap >= g->s->incumbent) { /* cannot beat the uniform optimum */
-    u->bound_s = g->T.n ? lb0 : INFINITY;
-    u->pruned++;
-    return PP_OK;
-  }
-  if (search__expired(run)) { /* out of time before it began: only the static bound */
-    u->bound_s = lb0;
-    u->complete = 0;
-    return PP_OK;
-  }
-  if (dp_alloc(g, err)) return err->code;
-  g->D.tail_lb = g->tail_lb;
-  /* without a t_max, relaxed: its least sum G~ is at most every plan's sum, and its plan's
-   * largest stage time b0 closes [b0, inf): there T >= G~ + (m - 1) b0 */
-  if (dp_solve(run, g->s, &g->T, &g->D, INFINITY, 1)) { /* out of time: the static bound */
-    u->bound_s = lb0;
-    u->complete = 0;
-    return PP_OK;
-  }
-  Gm = g->D.G[IDX(&g->D, 1, 0, 0)];
-  if (Gm == INFINITY) { /* nothing fits even the relaxation: nothing fits */
-    u->bound_s = INFINITY;
-    return PP_OK;
-  }
-  int nst;
-  tm = rebuild(g, 1, &nst);
-  double resolved = INFINITY; /* least bound of the parts closed so far */
-  int cap = 64, n = 0;
+  double a0, tm, Gm, stop_gap = 1 + run->o->gap;
+  int st = bnb_start(g, &a0, &Gm, &tm, err);
+  if (st) return st < 0 ? err->code : PP_OK;
+  double resolved = INFINITY; /* least bound of the intervals closed so far */
+  int cap = 64, n = 0, rc = PP_OK;
   ival *iv = malloc((size_t)cap * sizeof *iv);
   if (!iv) return pp_err_set(err, PP_NOMEM, "search: out of memory");
-  if (tm > a0) iv[n++] = (ival){a0, tm, Gm};
-  iv[n++] = (ival){tm, INFINITY, Gm}; /* [b0, inf): solved exactly without a t_max if needed */
+  if (tm > a0) iv[n++] = (ival){a0, tm, Gm, 0};
+  iv[n++] = (ival){tm, INFINITY, Gm, 0}; /* [b0, inf): solved exactly without a t_max */
   for (;;) {
     int bi = -1;
     double blb = INFINITY;
@@ -808,31 +987,40 @@ static int bnb(gunit *g, pp_err *err) {
     }
     double best_real = u->top.n ? u->top.e[0].cm.iter_time_s : INFINITY;
     double target = best_real < g->s->incumbent ? best_real : g->s->incumbent;
-    double lb_now = blb < resolved ? blb : resolved; /* the tail is inside G */
-    u->bound_s = lb_now;
-    /* resolved parts are final: stop when the open intervals cannot lower the bound enough */
-    if (bi < 0 || blb * stop_gap >= target) break;
+    u->bound_s = blb < resolved ? blb : resolved; /* the tail is inside G */
+    if (bi < 0 || blb * stop_gap >= target) break; /* closed intervals are final */
     if (search__expired(run)) {
       u->complete = 0;
       break;
     }
-    ival I = iv[bi];
-    iv[bi] = iv[--n];
-    if (I.b == INFINITY) { /* the exact DP without a t_max: its plan closes [its t_max, inf) */
-      if (dp_solve(run, g->s, &g->T, &g->D, INFINITY, g->m)) { /* bound_s holds lb_now */
-        u->complete = 0;
+    if (n + 3 > cap) {
+      ival *t = realloc(iv, (size_t)(cap *= 2) * sizeof *iv);
+      if (!t) {
+        rc = pp_err_set(err, PP_NOMEM, "search: out of memory");
         break;
       }
-      if (score_solve(g, &obj, &tm, &Gm, err)) {
-        free(iv);
-        return err->code;
-      }
-      if (obj < resolved) resolved = obj;
-      if (obj < INFINITY && tm > I.a) iv[n++] = (ival){I.a, tm, Gm}; /* room: one was popped */
+      iv = t;
+    }
+    ival I = iv[bi];
+    iv[bi] = iv[--n];
+    double Gmin, tls;
+    if (I.flat || (I.b < INFINITY && I.b - I.a <= 1e-9 * I.b)) {
+      /* splitting cannot close it: enumerate the plans its bound leaves open */
+      double lb = I.Gb + (g->m - 1) * I.a;
+      int stopped;
+      if ((rc = enum_close(g, I.a, I.b, target / stop_gap, &lb, &stopped, err))) break;
+      if (lb < resolved) resolved = lb;
+      if (stopped) u->complete = 0; /* the time limit or ENUM_PLANS: its DP bound stays */
       continue;
     }
-    if (I.b - I.a <= 1e-9 * I.b) { /* too narrow to split: its bound is final */
-      if (blb < resolved) resolved = blb;
+    if (I.b == INFINITY) { /* the exact DP without a t_max */
+      if (dp_solve(run, g->s, &g->T, &g->D, INFINITY, g->m)) {
+        u->complete = 0;
+        iv[n++] = I;
+        continue; /* the next round records the bound and stops */
+      }
+      if ((rc = score_solve(g, &Gmin, &tls, err))) break;
+      n = push_solved(iv, n, I.a, INFINITY, Gmin, tls);
       continue;
     }
     /* split where the interval's bound would reach the stopping point (then one solve that
@@ -844,38 +1032,25 @@ static int bnb(gunit *g, pp_err *err) {
      * its bound already reaches the stopping point, the exact solve is not needed */
     if (dp_solve(run, g->s, &g->T, &g->D, mid, 1)) {
       u->complete = 0;
-      break;
+      iv[n++] = I;
+      continue;
     }
     double Gr = g->D.G[IDX(&g->D, 1, 0, 0)];
-    if (n + 2 > cap) {
-      ival *t = realloc(iv, (size_t)(cap *= 2) * sizeof *iv);
-      if (!t) {
-        free(iv);
-        return pp_err_set(err, PP_NOMEM, "search: out of memory");
-      }
-      iv = t;
-    }
+    iv[n++] = (ival){mid, I.b, I.Gb, 0};
     if (Gr == INFINITY || (Gr + (g->m - 1) * I.a) * stop_gap >= target) {
-      iv[n++] = (ival){mid, I.b, I.Gb};
-      if (Gr < INFINITY) iv[n++] = (ival){I.a, mid, Gr};
+      if (Gr < INFINITY) iv[n++] = (ival){I.a, mid, Gr, 0};
       continue;
     }
     if (dp_solve(run, g->s, &g->T, &g->D, mid, g->m)) {
       u->complete = 0;
-      break;
+      iv[n++] = (ival){I.a, mid, Gr, 0};
+      continue;
     }
-    if (score_solve(g, &obj, &tm, &Gm, err)) {
-      free(iv);
-      return err->code;
-    }
-    iv[n++] = (ival){mid, I.b, I.Gb}; /* room for two was made above */
-    if (obj < INFINITY) {
-      if (obj < resolved) resolved = obj; /* [tm, mid] is resolved by the plan found */
-      if (tm > I.a) iv[n++] = (ival){I.a, tm, Gm};
-    } /* else no plan has every stage within mid: [a, mid] is empty */
+    if ((rc = score_solve(g, &Gmin, &tls, err))) break;
+    n = push_solved(iv, n, I.a, mid, Gmin, tls);
   }
   free(iv);
-  return PP_OK;
+  return rc;
 }
 
 /* Unit 1: the plans two-level returns (Alpa places sub-meshes largest first, not in stage
@@ -926,7 +1101,9 @@ static int gl_unit(search__unit *u, pp_err *err) {
   if (u->unit == 0) { /* the uniform space, searched in prepare */
     u->evaluations = s->u_evals, u->feasible = s->u_feasible, u->pruned = s->u_pruned;
     u->complete = s->u_complete;
-    u->bound_s = s->incumbent; /* its exact optimum (INFINITY: nothing fits) */
+    /* searched to the end, its optimum is its exact bound (INFINITY: nothing fits); cut short
+     * by the time limit, its best plan bounds nothing: only compute does */
+    u->bound_s = s->u_complete ? s->incumbent : compute_bound(u->run, s);
     u->min_excess_gib = s->u_excess;
     memcpy(u->why, s->u_why, sizeof u->why);
     for (int i = 0; i < s->utop.n; i++)

@@ -109,7 +109,11 @@ typedef struct search_result {
   int units, units_done; /* work units of the search and how many were searched */
   int units_carried;     /* ... of units_done: done in an earlier run (from its checkpoints) */
   int units_searched;    /* ... of units_done: searched by this call, on every rank */
-  int complete;          /* 1: every unit searched to the end (no time limit or gap stop) */
+  int complete;          /* 1: every unit searched to the end (global: 0 also when a unit's
+                            enumeration of the plans near its bound passed its cap) */
+  int certified;         /* global: complete, so best - bound <= gap * bound with the gap asked
+                            for (the bound is valid either way; without certified the gap may
+                            be larger than asked) */
   double best_s;         /* best iteration time found (cost model); 0 when none */
   double lower_bound_s;  /* global: no plan of its space is faster (0 for other methods) */
   double gap;            /* global: (best - bound) / bound */
