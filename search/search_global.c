@@ -466,7 +466,10 @@ typedef struct gdp {
   int16_t *nk;        /* next stage's first layer */
   int8_t *nc;         /* next stage's class */
   int C;              /* classes of the last solve: c < C exactly c stages from here on, C: at
-                         least C (memory needs only min(stages left, m)) */
+                         least C (memory needs only min(stages left, m)) when open, else
+                         exactly C */
+  int open;           /* 0: --max-pp cuts R below what layers and positions allow, so every
+                         class is an exact count (C = R) and none continues into itself */
   double tmax_solved; /* the last finished solve's t_max and in-flight cap (mcap 0: none) */
   int mcap_solved;
   double *mrow;       /* a merged row of two classes */
@@ -524,7 +527,7 @@ static void window(gdp *D, const gtype *g, int tix, int C, int c, int p, const d
  * class also itself (at least C stages may be followed by at least C). Returns the row (a
  * merged copy when two), its finite range, and per k the class it came from. */
 static const double *next_row(gdp *D, int c, int pn, int *lo, int *hi, int8_t *cls) {
-  int K = D->K, a = c > 1 ? c - 1 : 0, b = c == D->C ? c : 0;
+  int K = D->K, a = c > 1 ? c - 1 : 0, b = c == D->C && D->open ? c : 0;
   if (!b || !a) {
     int one = a ? a : b;
     *lo = D->lo[ROW(D, one, pn)], *hi = D->hi[ROW(D, one, pn)];
@@ -554,7 +557,7 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
   int K = D->K, P = D->D;
   if (D->mcap_solved == mcap && D->tmax_solved == tmax) return 0; /* the table holds it */
   D->mcap_solved = 0;
-  D->C = D->R < mcap ? D->R : mcap;
+  D->C = !D->open || D->R < mcap ? D->R : mcap;
   size_t cells = (size_t)(D->C + 1) * (size_t)(P + 1) * (size_t)(K + 1);
   for (size_t i = 0; i < cells; i++) D->G[i] = INFINITY;
   for (size_t i = 0; i < (size_t)(D->C + 1) * (size_t)(P + 1); i++)
@@ -563,7 +566,7 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
   for (int cl = 1; cl <= D->C; cl++) {
     if (search__expired(run)) return 1; /* a class takes long on a large cluster */
     int f = cl < mcap ? cl : mcap;
-    int last_ok = cl == 1, more_ok = cl > 1 || D->C == 1;
+    int last_ok = cl == 1, more_ok = cl > 1 || (D->C == 1 && D->open);
     for (int p = P - 1; p >= 0; p--) {
       size_t row = ROW(D, cl, p);
       if (P - p < cl) continue; /* every stage takes at least one position */
@@ -575,7 +578,7 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
         int pn = s->sub_node ? d + S : (d + S) / c->gpus_per_node;
         int lo = K + 1, hi = -1;
         const double *nx = NULL;
-        if (D->C == 1) { /* one class: it continues into itself */
+        if (D->C == 1 && D->open) { /* one class: it continues into itself */
           nx = D->G + IDX(D, 1, 0, pn);
           lo = D->lo[ROW(D, 1, pn)], hi = D->hi[ROW(D, 1, pn)];
           for (int k = 0; k <= K; k++) cls[k] = 1;
@@ -764,7 +767,7 @@ static int enum_take(gunit *g, genum *e, const gtype *t, double bnd, int cl, int
     return PP_OK;
   }
   int pn = g->s->sub_node ? d + t->size : (d + t->size) / cs->gpus_per_node;
-  int next[2] = {D->C == 1 ? 1 : cl - 1, cl == D->C && D->C > 1 ? cl : 0};
+  int next[2] = {D->C == 1 && D->open ? 1 : cl - 1, cl == D->C && D->C > 1 && D->open ? cl : 0};
   for (int i = 0; i < 2 && !e->stopped; i++) {
     if (next[i] < 1) continue;
     double rest = D->G[IDX(D, next[i], k + c, pn)];
@@ -780,7 +783,7 @@ static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, int
   const gl_state *s = g->s;
   const spec_cluster *c = &g->u->run->c;
   int K = D->K, d = gpu_at(s, c, p), f = cl < D->m ? cl : D->m;
-  int last_ok = cl == 1, more_ok = cl > 1 || D->C == 1;
+  int last_ok = cl == 1, more_ok = cl > 1 || (D->C == 1 && D->open);
   for (int z = 0; z < s->nsizes && !e->stopped; z++) {
     int S = s->sizes[z];
     size_t slot = (size_t)z * s->period + (size_t)(d % s->period);
@@ -831,7 +834,9 @@ static int dp_alloc(gunit *g, pp_err *err) {
   D->K = run->m.layers;
   D->D = g->s->sub_node ? c->gpus : c->gpus / c->gpus_per_node;
   D->R = D->K < D->D ? D->K : D->D;
-  if (run->o->space.max_pp && run->o->space.max_pp < D->R) D->R = run->o->space.max_pp;
+  D->open = 1;
+  if (run->o->space.max_pp && run->o->space.max_pp < D->R)
+    D->R = run->o->space.max_pp, D->open = 0;
   D->m = g->m;
   D->hbm = c->gpu.hbm_gib;
   size_t cells = (size_t)(D->R + 1) * (size_t)(D->K + 1) * (size_t)(D->D + 1);
@@ -895,6 +900,16 @@ static int p2p_bound(gunit *g, pp_err *err) {
   return PP_OK;
 }
 
+/* The least sum over every stage count of the last solve, G(c, 0, 0) least over c (with one
+ * open class, G(1, 0, 0)); *cls gets its class. */
+static double least_sum(const gdp *D, int *cls) {
+  double best = INFINITY;
+  *cls = 1;
+  for (int r = 1; r <= D->C; r++)
+    if (D->G[IDX(D, r, 0, 0)] < best) best = D->G[IDX(D, r, 0, 0)], *cls = r;
+  return best;
+}
+
 /* a0 (see the top of the file) and the tail's lower bound. */
 static void static_bounds(gunit *g, double *a0) {
   const search__run *run = g->u->run;
@@ -940,13 +955,13 @@ static int bnb_start(gunit *g, double *a0, double *Gm, double *tm, pp_err *err) 
     u->complete = 0;
     return 1;
   }
-  *Gm = g->D.G[IDX(&g->D, 1, 0, 0)];
+  int cls, nst;
+  *Gm = least_sum(&g->D, &cls);
   if (*Gm == INFINITY) { /* nothing fits even the relaxation: nothing fits */
     u->bound_s = INFINITY;
     return 1;
   }
-  int nst;
-  *tm = rebuild(g, 1, &nst);
+  *tm = rebuild(g, cls, &nst);
   return 0;
 }
 
@@ -1035,7 +1050,8 @@ static int bnb(gunit *g, pp_err *err) {
       iv[n++] = I;
       continue;
     }
-    double Gr = g->D.G[IDX(&g->D, 1, 0, 0)];
+    int cls;
+    double Gr = least_sum(&g->D, &cls);
     iv[n++] = (ival){mid, I.b, I.Gb, 0};
     if (Gr == INFINITY || (Gr + (g->m - 1) * I.a) * stop_gap >= target) {
       if (Gr < INFINITY) iv[n++] = (ival){I.a, mid, Gr, 0};

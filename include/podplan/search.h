@@ -111,9 +111,10 @@ typedef struct search_result {
   int units_searched;    /* ... of units_done: searched by this call, on every rank */
   int complete;          /* 1: every unit searched to the end (global: 0 also when a unit's
                             enumeration of the plans near its bound passed its cap) */
-  int certified;         /* global: complete, so best - bound <= gap * bound with the gap asked
-                            for (the bound is valid either way; without certified the gap may
-                            be larger than asked) */
+  int certified;         /* global: best - bound <= gap * bound with the gap asked for, over a
+                            bound from every unit (each unit's bound is valid however it
+                            stopped: a search cut short by the time limit or the enumeration
+                            cap is certified only when its bound still meets the gap) */
   double best_s;         /* best iteration time found (cost model); 0 when none */
   double lower_bound_s;  /* global: no plan of its space is faster (0 for other methods) */
   double gap;            /* global: (best - bound) / bound */
