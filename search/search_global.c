@@ -128,7 +128,8 @@ static int count_cfgs(const search__run *run, int S, int samples, int sp) {
       if ((S / tp) % cp) continue;
       int dp = S / tp / cp;
       if (samples % dp || (s->max_mbs && samples / dp > s->max_mbs)) continue;
-      for (int ep = 1; ep <= dp * cp; ep++) n += valid_cfg(run, tp, cp, ep, dp, sp) ? rcs : 0;
+      for (int ep = 1; ep <= dp; ep++) /* ep divides dp (valid_cfg) */
+        n += dp % ep == 0 && valid_cfg(run, tp, cp, ep, dp, sp) ? rcs : 0;
     }
   return n;
 }
@@ -365,8 +366,8 @@ static int block_types(search__unit *u, int S, int d, int samples, int sp, int z
       if ((S / tp) % cp) continue;
       int dp = S / tp / cp;
       if (samples % dp || (s->max_mbs && samples / dp > s->max_mbs)) continue;
-      for (int ep = 1; ep <= dp * cp && !rc; ep++) {
-        if (!valid_cfg(u->run, tp, cp, ep, dp, sp)) continue;
+      for (int ep = 1; ep <= dp && !rc; ep++) { /* ep divides dp (valid_cfg) */
+        if (dp % ep || !valid_cfg(u->run, tp, cp, ep, dp, sp)) continue;
         for (int r = 0; r < 3 && !rc; r++) {
           if (!(s->recompute & (1u << r))) continue;
           gtype g = {.size = S};
@@ -474,6 +475,9 @@ typedef struct gdp {
   int mcap_solved;
   double *mrow;       /* a merged row of two classes */
   int16_t *lo, *hi;   /* [r * (D + 1) + p]: the finite k of that row lie in [lo, hi] */
+  int *mid_ix, *mid_c; /* per slot, from mid_first: the types worth a middle stage at the
+                           class's (t_max, in flight) and their most layers (mid_filter) */
+  int *mid_first, *mid_n;
   int *dq;            /* deque: k' */
   double *dv;         /* deque: values */
 } gdp;
@@ -546,6 +550,40 @@ static const double *next_row(gdp *D, int c, int pn, int *lo, int *hi, int8_t *c
   return D->mrow;
 }
 
+/* The types a middle stage of each slot needs at (tmax, f in flight): it costs
+ * (layers * l + x[0] + bnd) and takes at most C layers, so a type with l, x[0] no lower and C
+ * no higher than another's can only tie it (window); those are left out. The first and last
+ * stages (other x, memory and tail) take every type. */
+static void mid_filter(const gl_state *s, const gtab *T, gdp *D, double tmax, int f) {
+  size_t slots = (size_t)s->nsizes * (size_t)s->period;
+  int w = 0;
+  for (size_t slot = 0; slot < slots; slot++) {
+    D->mid_first[slot] = w, D->mid_n[slot] = 0;
+    if (T->first[slot] < 0) continue;
+    int n0 = w;
+    for (int ti = 0; ti < T->count[slot]; ti++) {
+      int tix = T->first[slot] + ti, C = max_layers(&T->t[tix], 0, tmax, D->hbm, f);
+      if (C < 1) continue;
+      const gtype *g = &T->t[tix];
+      int beaten = 0;
+      for (int j = n0; j < w && !beaten; j++) {
+        const gtype *h = &T->t[D->mid_ix[j]];
+        beaten = h->l <= g->l && h->x[0] <= g->x[0] && D->mid_c[j] >= C;
+      }
+      if (beaten) continue;
+      int v = n0; /* drop the kept ones this one beats */
+      for (int j = n0; j < w; j++) {
+        const gtype *h = &T->t[D->mid_ix[j]];
+        if (!(g->l <= h->l && g->x[0] <= h->x[0] && C >= D->mid_c[j]))
+          D->mid_ix[v] = D->mid_ix[j], D->mid_c[v++] = D->mid_c[j];
+      }
+      w = v;
+      D->mid_ix[w] = tix, D->mid_c[w++] = C;
+    }
+    D->mid_n[slot] = w - n0;
+  }
+}
+
 /* Solves F for t_max with stages' in-flight microbatches taken as min(stages left, mcap):
  * mcap = m is exact; a smaller mcap under-counts memory, a relaxation whose values are lower
  * bounds of the exact ones (mcap = 1: one class, a fast screen). G(c, 0, 0) holds the least
@@ -563,10 +601,12 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
   for (size_t i = 0; i < (size_t)(D->C + 1) * (size_t)(P + 1); i++)
     D->lo[i] = (int16_t)(K + 1), D->hi[i] = -1;
   int8_t cls[32768];
+  int f_filtered = 0; /* the in-flight count mid_filter last ran for */
   for (int cl = 1; cl <= D->C; cl++) {
     if (search__expired(run)) return 1; /* a class takes long on a large cluster */
     int f = cl < mcap ? cl : mcap;
     int last_ok = cl == 1, more_ok = cl > 1 || (D->C == 1 && D->open);
+    if (more_ok && f != f_filtered) mid_filter(s, T, D, tmax, f_filtered = f);
     for (int p = P - 1; p >= 0; p--) {
       size_t row = ROW(D, cl, p);
       if (P - p < cl) continue; /* every stage takes at least one position */
@@ -602,8 +642,8 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
               if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)K, D->nc[at] = 0;
             }
           }
-          if (!more_ok || hi < 0) continue;
-          if (p == 0) { /* the first stage (k = 0, only at position 0) */
+          if (!more_ok || hi < 0 || p != 0) continue;
+          { /* the first stage (k = 0, only at position 0) */
             int C = max_layers(g, 1, tmax, D->hbm, f);
             for (int cc = 1; cc <= C && cc <= K - 1 && cc <= hi; cc++) {
               if (nx[cc] == INFINITY) continue;
@@ -614,10 +654,12 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
               size_t at = IDX(D, cl, 0, 0);
               if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)cc, D->nc[at] = cls[cc];
             }
-          } else {
-            int C = max_layers(g, 0, tmax, D->hbm, f);
-            if (C >= 1) window(D, g, tix, C, cl, p, nx, lo, hi, T->bnd[slot], cls);
           }
+        }
+        for (int j = 0; p != 0 && more_ok && hi >= 0 && j < D->mid_n[slot]; j++) {
+          int at = D->mid_first[slot] + j;
+          window(D, &T->t[D->mid_ix[at]], D->mid_ix[at], D->mid_c[at], cl, p, nx, lo, hi,
+                 T->bnd[slot], cls);
         }
       }
       const double *gr = D->G + IDX(D, cl, 0, p);
@@ -647,6 +689,10 @@ typedef struct gunit {
   int m, sp, zero, samples;
   double tail_lb;
   search_stage *st;   /* reconstruction buffer: R stages */
+  double *et, *eb;    /* the enumeration's walk, per stage: its time per microbatch, and the
+                         p2p of its boundary to the next stage (times pp_p2p_per_mb) */
+  double *ebnd;       /* ... what the DP charged for that boundary (bnd, m times the first) */
+  int *ids;           /* GPU ids 0 .. N - 1 twice (blocks as pointers into it) */
 } gunit;
 
 /* Rebuilds the plan of r stages from the DP at the last t_max solved; returns its largest
@@ -726,59 +772,116 @@ static int score_solve(gunit *g, double *Gmin, double *ls_tmax, pp_err *err) {
 /* Where the DP's bound stops short of what cm_eval charges (its p2p and tail terms are lower
  * bounds, dominated types are left out), splitting t_max further cannot close an interval:
  * on a flat interval the DP returns the same plan at every t_max. Such an interval [a, b] is
- * closed by scoring every plan whose DP sum, with every stage within b, is at most
- * budget = thr - (m - 1) a, thr = the best known / (1 + gap): a depth-first walk of the exact
- * table solved at b, from the first stage on, that takes a stage only when the sum so far, the
- * stage and the least sum of the rest (the table's value where it leads) stay within the
- * budget. Every plan left out has T >= its DP sum + (m - 1) a > thr; so the interval's bound
- * is min(thr, the best plan scored). Dominated types are walked too. At most ENUM_PLANS plans
- * per interval: past that the interval keeps its DP bound and the unit says it did not meet
- * the gap. */
-#define ENUM_PLANS 100000
+ * closed by scoring every plan, with every stage within b, whose DP sum + (m - 1) max(a, its
+ * largest stage time) is below thr = the best known / (1 + gap): a depth-first walk of the
+ * exact table solved at b, from the first stage on, that takes a stage only when the sum so
+ * far, the stage, the least sum of the rest (the table's value where it leads) and (m - 1)
+ * max(a, the largest stage time so far) stay within thr. Every plan left out has T >= that
+ * > thr, so the interval's bound is min(thr, the best plan scored); thr falls to the best
+ * plan scored as the walk goes (a plan above it cannot lower that minimum). Dominated types
+ * are walked too. From the second stage on the boundary into it is known, and its actual p2p
+ * replaces the DP's bound of it; a complete plan is scored by cm_eval only when its bound with
+ * every term exact but the tail (enum_leaf_bound) is below thr. At most ENUM_PLANS plans
+ * scored and ENUM_NODES stages taken per interval: past that the interval keeps its DP bound
+ * and the unit says it did not complete. */
+#define ENUM_PLANS 20000
+#define ENUM_NODES (50 * ENUM_PLANS)
 
 typedef struct genum {
-  double tmax, budget, best;
-  long plans;
+  double tmax, a, thr, best; /* thr: min(the target, best) */
+  double tail;               /* the first stage's tail term of the plan walked */
+  long plans, leaves, nodes; /* plans scored; plans reached; stages taken */
   int stopped; /* 1: the cap or the time limit cut the walk */
 } genum;
 
-static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, int n, pp_err *err);
+static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, double mx, int n,
+                       pp_err *err);
 
-/* One stage of type t (slot's bnd) from (cl, k, p) with c layers; recurses into the rest. */
+/* One stage of type t (slot's bnd) from (cl, k, p) with c layers, after stages of DP sum acc
+ * and largest time mx; recurses into the rest. */
+/* The p2p of the boundary into stage n (n >= 1) as cm_eval prices it, times pp_p2p_per_mb:
+ * never less than what the DP charged for it (p2p_bound). */
+static double enum_boundary(const gunit *g, int n) {
+  const search_stage *a = &g->st[n - 1], *b = &g->st[n];
+  return cm_model_params(g->u->cm)->pp_p2p_per_mb *
+         cm_stage_p2p(g->u->cm, g->ids + a->first_gpu, a->ngpus, a->tp, g->ids + b->first_gpu,
+                      b->ngpus, g->samples);
+}
+
+/* What cm_eval charges the walked plan of n stages, but for the tail, for which it takes
+ * `tail` (the first stage's own and the optimizer step's bound): the sum of the stage times,
+ * (m - 1) times the largest, and the p2p term as pipeline_time charges it, (m + n - 2) times
+ * the largest mean of a stage's two boundaries (one for the first and the last). */
+static double enum_leaf_bound(const gunit *g, int n, double tail) {
+  double sum = 0, mx = 0, qmax = 0;
+  for (int i = 0; i < n; i++) {
+    sum += g->et[i];
+    mx = fmax(mx, g->et[i]);
+    double q = n < 2        ? 0
+               : i == 0     ? g->eb[0]
+               : i == n - 1 ? g->eb[n - 2]
+                            : 0.5 * (g->eb[i - 1] + g->eb[i]);
+    qmax = fmax(qmax, q);
+  }
+  return sum + (g->m - 1) * mx + (n > 1 ? (g->m + n - 2) * qmax : 0) + tail;
+}
+
+/* Scores the walked plan of n stages unless its bound (enum_leaf_bound) already passes thr. */
+static int enum_leaf(gunit *g, genum *e, int n, pp_err *err) {
+  e->leaves++;
+  if (enum_leaf_bound(g, n, e->tail) > e->thr * (1 + 1e-9)) return PP_OK;
+  double real;
+  if (score_stages(g, n, &real, err)) return err->code;
+  if (real < e->best) e->best = real;
+  if (real < e->thr) e->thr = real;
+  if (++e->plans >= ENUM_PLANS) e->stopped = 1;
+  return PP_OK;
+}
+
+/* One stage of type t (slot's bnd) from (cl, k, p) with c layers, after stages of objective
+ * acc and largest time mx; recurses into the rest. From the second stage on, the boundary
+ * into it is known: its actual p2p replaces the DP's bound of it in acc. */
 static int enum_take(gunit *g, genum *e, const gtype *t, double bnd, int cl, int k, int p,
-                     int c, double acc, int n, pp_err *err) {
+                     int c, double acc, double mx, int n, pp_err *err) {
   gdp *D = &g->D;
   const spec_cluster *cs = &g->u->run->c;
   int K = D->K, d = gpu_at(g->s, cs, p), last = k + c == K;
   int q = (k == 0) + 2 * last;
   double ti = c * t->l + t->x[q];
-  if (k == 0) ti += fmax(t->tail0[c], D->tail_lb);
-  if (!last) ti += k == 0 ? D->m * bnd : bnd;
-  g->st[n] = (search_stage){c, d, t->size, t->cfg.tp, t->cfg.cp, t->cfg.dp, t->cfg.ep,
-                            t->cfg.recompute};
-  double slack = 1e-9 * fabs(e->budget);
-  if (last) {
-    if (acc + ti > e->budget + slack) return PP_OK;
-    double real;
-    if (score_stages(g, n + 1, &real, err)) return err->code;
-    if (real < e->best) e->best = real;
-    if (++e->plans >= ENUM_PLANS || ((e->plans & 255) == 0 && search__expired(g->u->run)))
-      e->stopped = 1;
+  if (++e->nodes >= ENUM_NODES || ((e->nodes & 1023) == 0 && search__expired(g->u->run))) {
+    e->stopped = 1;
     return PP_OK;
   }
+  g->st[n] = (search_stage){c, d, t->size, t->cfg.tp, t->cfg.cp, t->cfg.dp, t->cfg.ep,
+                            t->cfg.recompute};
+  g->et[n] = ti;
+  mx = fmax(mx, ti);
+  double pipe = (D->m - 1) * fmax(e->a, mx); /* (m - 1) x the plan's largest stage time */
+  if (k == 0) ti += e->tail = fmax(t->tail0[c], D->tail_lb);
+  if (n > 0) {
+    g->eb[n - 1] = enum_boundary(g, n);
+    acc += (n == 1 ? D->m : 1) * g->eb[n - 1] - g->ebnd[n - 1];
+  }
+  double slack = 1e-9 * fabs(e->thr);
+  if (last) {
+    if (acc + ti + pipe > e->thr + slack) return PP_OK;
+    return enum_leaf(g, e, n + 1, err);
+  }
+  ti += g->ebnd[n] = (k == 0 ? D->m : 1) * bnd;
   int pn = g->s->sub_node ? d + t->size : (d + t->size) / cs->gpus_per_node;
   int next[2] = {D->C == 1 && D->open ? 1 : cl - 1, cl == D->C && D->C > 1 && D->open ? cl : 0};
   for (int i = 0; i < 2 && !e->stopped; i++) {
     if (next[i] < 1) continue;
     double rest = D->G[IDX(D, next[i], k + c, pn)];
-    if (rest == INFINITY || acc + ti + rest > e->budget + slack) continue;
-    if (enum_stages(g, e, next[i], k + c, pn, acc + ti, n + 1, err)) return err->code;
+    if (rest == INFINITY || acc + ti + rest + pipe > e->thr + slack) continue;
+    if (enum_stages(g, e, next[i], k + c, pn, acc + ti, mx, n + 1, err)) return err->code;
   }
   return PP_OK;
 }
 
 /* Every stage that may start at (class cl, layer k, position p), as the DP takes them. */
-static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, int n, pp_err *err) {
+static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, double mx, int n,
+                       pp_err *err) {
   gdp *D = &g->D;
   const gl_state *s = g->s;
   const spec_cluster *c = &g->u->run->c;
@@ -794,12 +897,12 @@ static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, int
       /* the last stage (one stage on every GPU is the uniform part's) */
       if (last_ok && !(p == 0 && S == c->gpus) &&
           max_layers(t, (k == 0) + 2, e->tmax, D->hbm, f) >= K - k &&
-          enum_take(g, e, t, bnd, cl, k, p, K - k, acc, n, err))
+          enum_take(g, e, t, bnd, cl, k, p, K - k, acc, mx, n, err))
         return err->code;
       if (!more_ok) continue;
       int most = max_layers(t, k == 0, e->tmax, D->hbm, f);
       for (int cc = 1; cc <= most && k + cc < K && !e->stopped; cc++)
-        if (enum_take(g, e, t, bnd, cl, k, p, cc, acc, n, err)) return err->code;
+        if (enum_take(g, e, t, bnd, cl, k, p, cc, acc, mx, n, err)) return err->code;
     }
   }
   return PP_OK;
@@ -816,11 +919,11 @@ static int enum_close(gunit *g, double a, double b, double thr, double *lb, int 
     *stopped = 1;
     return PP_OK;
   }
-  genum e = {.tmax = b, .budget = thr - (g->m - 1) * a, .best = INFINITY};
+  genum e = {.tmax = b, .a = a, .thr = thr, .best = INFINITY};
   for (int r = 1; r <= D->C && !e.stopped; r++) {
     double G = D->G[IDX(D, r, 0, 0)];
-    if (G == INFINITY || G > e.budget + 1e-9 * fabs(e.budget)) continue;
-    if (enum_stages(g, &e, r, 0, 0, 0, 0, err)) return err->code;
+    if (G == INFINITY || G + (g->m - 1) * a > e.thr * (1 + 1e-9)) continue;
+    if (enum_stages(g, &e, r, 0, 0, 0, 0, 0, err)) return err->code;
   }
   *stopped = e.stopped;
   if (!e.stopped) *lb = e.best < thr ? e.best : thr;
@@ -846,12 +949,24 @@ static int dp_alloc(gunit *g, pp_err *err) {
   D->nc = malloc(cells * sizeof *D->nc);
   D->mrow = malloc((size_t)(D->K + 1) * sizeof *D->mrow);
   D->dq = malloc((size_t)(D->K + 2) * sizeof *D->dq);
+  size_t slots = (size_t)g->s->nsizes * (size_t)g->s->period, nt = g->T.n ? (size_t)g->T.n : 1;
+  D->mid_ix = malloc(nt * sizeof *D->mid_ix);
+  D->mid_c = malloc(nt * sizeof *D->mid_c);
+  D->mid_first = malloc(slots * sizeof *D->mid_first);
+  D->mid_n = malloc(slots * sizeof *D->mid_n);
   D->dv = malloc((size_t)(D->K + 2) * sizeof *D->dv);
   size_t rows = (size_t)(D->R + 1) * (size_t)(D->D + 1);
   D->lo = malloc(rows * sizeof *D->lo);
   D->hi = malloc(rows * sizeof *D->hi);
   g->st = malloc((size_t)(D->R + 1) * sizeof *g->st);
-  if (!D->G || !D->ty || !D->nk || !D->nc || !D->mrow || !D->dq || !D->dv || !D->lo || !D->hi || !g->st)
+  g->et = malloc((size_t)(D->R + 1) * sizeof *g->et);
+  g->eb = malloc((size_t)(D->R + 1) * sizeof *g->eb);
+  g->ebnd = malloc((size_t)(D->R + 1) * sizeof *g->ebnd);
+  g->ids = malloc((size_t)2 * (size_t)c->gpus * sizeof *g->ids);
+  for (int i = 0; g->ids && i < 2 * c->gpus; i++) g->ids[i] = i % c->gpus;
+  if (!D->G || !D->ty || !D->nk || !D->nc || !D->mrow || !D->dq || !D->dv || !D->lo || !D->hi ||
+      !g->st || !D->mid_ix || !D->mid_c || !D->mid_first || !D->mid_n || !g->et || !g->eb ||
+      !g->ebnd || !g->ids)
     return pp_err_set(err, PP_NOMEM, "search: out of memory (global DP of %zu cells)", cells);
   return PP_OK;
 }
@@ -859,6 +974,8 @@ static int dp_alloc(gunit *g, pp_err *err) {
 static void dp_free(gunit *g) {
   free(g->D.G), free(g->D.ty), free(g->D.nk), free(g->D.nc), free(g->D.mrow), free(g->D.dq), free(g->D.dv), free(g->D.lo);
   free(g->D.hi), free(g->st);
+  free(g->D.mid_ix), free(g->D.mid_c), free(g->D.mid_first), free(g->D.mid_n);
+  free(g->et), free(g->eb), free(g->ebnd), free(g->ids);
   free_types(&g->T);
 }
 
