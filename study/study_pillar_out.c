@@ -49,7 +49,7 @@ static void print_case(FILE *f, const study__pcase *k) {
   const study__pres *g = &k->res[STUDY__PM_GLOBAL];
   if (g->bound_s > 0)
     fprintf(f, "; global's lower bound %.4f s (gap %.2f%%%s)", g->bound_s, 100 * g->gap,
-            g->complete ? "" : ", stopped by the time limit");
+            g->complete ? "" : ", stopped early: the time limit or the enumeration cap");
   fprintf(f, "\n  %-17s %10s %10s %6s %9s %11s %9s\n", "method", "iter s", "sim s", "MFU",
           "vs bound", "evaluations", "wall s");
   const study__pm *pms = is_abl(k) ? abl_pm : main_pm;
@@ -194,7 +194,7 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
       fprintf(f, "finds global's best (within 1%%) in %d of %d cases here", open->within,
               s->compared);
     if (s->limited)
-      fprintf(f, " (global stopped by the time limit in %d: its bound is looser there)",
+      fprintf(f, " (global stopped early in %d: its bound is looser there)",
               s->limited);
     fputs(".\n", f);
   }
