@@ -75,6 +75,7 @@ typedef struct gl_state {
   int *sizes, nsizes;        /* block sizes in GPUs */
   int sub_node;              /* 1: positions are GPUs; 0: nodes */
   int period;                /* position classes: d mod period */
+  int island;                /* --hierarchy: GPUs of an island (0: off) */
   double nonuniform_size;    /* plans of the non-uniform part (counted in doubles) */
 } gl_state;
 
@@ -99,6 +100,14 @@ static int block_sizes(gl_state *s, const spec_cluster *c, pp_err *err) {
   for (int n = 1; n <= nodes; n++)
     if (nodes <= ALL_COUNTS_NODES || n <= 8 || smooth(n) || n == nodes)
       s->sizes[s->nsizes++] = n * gpn;
+  if (s->island) { /* the two-level space: 2^k GPUs below an island, whole islands above */
+    int w = 0, I = s->island;
+    for (int z = 0; z < s->nsizes; z++) {
+      int S = s->sizes[z];
+      if (S < I ? (S & (S - 1)) == 0 : S % I == 0) s->sizes[w++] = S;
+    }
+    s->nsizes = w;
+  }
   int dom = c->nvlink.domain_gpus;
   if (c->network.kind == SPEC_NET_TORUS) {
     /* GPU ids run x fastest: adding one plane (X * Y ids) moves every GPU one step along z,
@@ -119,7 +128,7 @@ static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d);
 
 /* Configurations a block of S GPUs may run (tp, cp, dp, ep, recompute) with `samples`
  * sequences per microbatch: the count the space size multiplies by. */
-static int count_cfgs(const search__run *run, int S, int samples, int sp) {
+static int count_cfgs(const search__run *run, int I, int S, int samples, int sp) {
   const search_space *s = &run->o->space;
   int n = 0, rcs = 0;
   for (int r = 0; r < 3; r++) rcs += (s->recompute >> r) & 1;
@@ -129,7 +138,10 @@ static int count_cfgs(const search__run *run, int S, int samples, int sp) {
       int dp = S / tp / cp;
       if (samples % dp || (s->max_mbs && samples / dp > s->max_mbs)) continue;
       for (int ep = 1; ep <= dp; ep++) /* ep divides dp (valid_cfg) */
-        n += dp % ep == 0 && valid_cfg(run, tp, cp, ep, dp, sp) ? rcs : 0;
+        n += dp % ep == 0 && valid_cfg(run, tp, cp, ep, dp, sp) &&
+                     (!I || S < I || (I % (tp * cp) == 0 && I % (tp * ep) == 0))
+                 ? rcs
+                 : 0;
     }
   return n;
 }
@@ -146,7 +158,8 @@ static double count_paths(const gl_state *s, const search__run *run, int samples
     free(cnt), free(ncfg);
     return 0;
   }
-  for (int z = 0; z < s->nsizes; z++) ncfg[z] = count_cfgs(run, s->sizes[z], samples, sp);
+  for (int z = 0; z < s->nsizes; z++)
+    ncfg[z] = count_cfgs(run, s->island, s->sizes[z], samples, sp);
 #define CNT(k, p) cnt[(size_t)(k) * (size_t)(P + 1) + (size_t)(p)]
   /* CNT(k, p) = plans of the stages from layer k at position p; S(k, p) = sum over k' >= k */
   double *suf = calloc((size_t)(K + 2) * (size_t)(P + 1), sizeof *suf);
@@ -200,6 +213,7 @@ static int gl_prepare(search__run *run, pp_err *err) {
   run->state = s;
   const search_space *sp = &run->o->space;
   int rc = search_uspace_build(sp, &run->m, &run->c, &s->u, err);
+  s->island = search_island_gpus(sp, &run->c);
   if (!rc) rc = block_sizes(s, &run->c, err);
   if (rc) return rc;
   if (run->sizing) { /* counting only: the sizes below, no search */
@@ -368,6 +382,8 @@ static int block_types(search__unit *u, int S, int d, int samples, int sp, int z
       if (samples % dp || (s->max_mbs && samples / dp > s->max_mbs)) continue;
       for (int ep = 1; ep <= dp && !rc; ep++) { /* ep divides dp (valid_cfg) */
         if (dp % ep || !valid_cfg(u->run, tp, cp, ep, dp, sp)) continue;
+        if (!search_island_stage_ok(((gl_state *)u->run->state)->island, gpus, S, tp, cp, ep))
+          continue;
         for (int r = 0; r < 3 && !rc; r++) {
           if (!(s->recompute & (1u << r))) continue;
           gtype g = {.size = S};
@@ -415,8 +431,9 @@ static int gpu_at(const gl_state *s, const spec_cluster *c, int p) {
 
 /* May a block of S GPUs start at GPU d? */
 static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d) {
-  int gpn = c->gpus_per_node;
+  int gpn = c->gpus_per_node, I = s->island;
   if (d + S > c->gpus) return 0;
+  if (I && (S < I ? d / I != (d + S - 1) / I : d % I != 0)) return 0; /* search_island_stage_ok */
   if (S < gpn) return s->sub_node && d % gpn + S <= gpn;
   return d % gpn == 0;
 }
@@ -1208,9 +1225,14 @@ static int two_level_unit(search__unit *u, pp_err *err) {
   /* otherwise (e.g. a build without CBC) two-level returns nothing: this part is empty */
   u->evaluations = t.evaluations, u->feasible = t.feasible, u->pruned = t.pruned;
   u->complete = t.complete;
-  u->bound_s = t.top.n ? t.top.e[0].cm.iter_time_s : INFINITY;
-  for (int i = 0; i < t.top.n && rc != -1; i++)
+  /* with --hierarchy only its plans that lie in the two-level space (Alpa's may place a
+   * stage's sub-mesh across islands of the other kind) */
+  u->bound_s = INFINITY;
+  for (int i = 0; i < t.top.n && rc != -1; i++) {
+    if (!search_island_plan_ok(&u->run->o->space, &u->run->c, &t.top.e[i].plan)) continue;
+    if (t.top.e[i].cm.iter_time_s < u->bound_s) u->bound_s = t.top.e[i].cm.iter_time_s;
     if (search__top_offer(&u->top, &t.top.e[i].plan, &t.top.e[i].cm, 1, err) < 0) rc = -1;
+  }
   search__top_free(&t.top);
   return rc == -1 ? err->code : PP_OK;
 }

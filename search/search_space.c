@@ -22,19 +22,21 @@ void search_space_default(int gbs, search_space *s) {
 
 /* ---- the option table -------------------------------------------------------------------- */
 
-typedef enum { K_MAX, K_FLAG, K_LIST } opt_kind;
+typedef enum { K_MAX, K_FLAG, K_LIST, K_ONE } opt_kind;
 
 typedef struct opt_row {
   search_space_opt o;
   opt_kind kind;
-  size_t off;              /* K_MAX: the int limit; K_LIST: the unsigned bit set */
-  const char *const *words; /* K_LIST: value names, bit i for words[i] */
+  size_t off;              /* K_MAX: the int limit; K_LIST: the unsigned bit set; K_ONE: the
+                              int index of one word */
+  const char *const *words; /* K_LIST: value names, bit i for words[i]; K_ONE: index i */
 } opt_row;
 
 static const char *const w_recompute[] = {"none", "selective", "full", NULL};
 static const char *const w_zero[] = {"0", "1", "2", "3", NULL};
 static const char *const w_sched[] = {"gpipe", "1f1b", "interleaved", NULL};
 static const char *const w_sp[] = {"off", "on", NULL};
+static const char *const w_hier[] = {"off", "node", "domain", NULL}; /* SEARCH_HIER_* */
 
 #define OFF(f) offsetof(search_space, f)
 static const opt_row rows[] = {
@@ -55,6 +57,10 @@ static const opt_row rows[] = {
     {{"sp", "LIST", "sequence parallelism allowed: off,on"}, K_LIST, OFF(sp), w_sp},
     {{"uniform-only", NULL, "global: search the uniform space only"}, K_FLAG,
      OFF(uniform_only), NULL},
+    {{"hierarchy", "ISLAND", "only plans a two-level decomposition can express, islands = "
+                             "off, node or domain (NVLink domain): stages on 2^k GPUs inside "
+                             "an island or on whole islands, TP/CP/EP inside an island"},
+     K_ONE, OFF(hierarchy), w_hier},
 };
 #undef OFF
 #define NROWS (sizeof rows / sizeof rows[0])
@@ -87,6 +93,19 @@ static int parse_list(const opt_row *r, const char *value, unsigned *out, pp_err
   return PP_OK;
 }
 
+static int parse_one(const opt_row *r, const char *value, int *out, pp_err *err) {
+  char choices[128] = "";
+  for (int k = 0; r->words[k]; k++) {
+    if (!strcmp(r->words[k], value)) {
+      *out = k;
+      return PP_OK;
+    }
+    snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", k ? ", " : "",
+             r->words[k]);
+  }
+  return pp_err_set(err, PP_USAGE, "--%s: '%s' is not one of %s", r->o.name, value, choices);
+}
+
 int search_space_set(search_space *s, const char *name, const char *value, pp_err *err) {
   for (size_t i = 0; i < NROWS; i++) {
     const opt_row *r = &rows[i];
@@ -98,6 +117,7 @@ int search_space_set(search_space *s, const char *name, const char *value, pp_er
     }
     if (!value) return pp_err_set(err, PP_USAGE, "--%s needs a value", name);
     if (r->kind == K_LIST) return parse_list(r, value, (unsigned *)field, err);
+    if (r->kind == K_ONE) return parse_one(r, value, (int *)field, err);
     char *end;
     long v = strtol(value, &end, 10);
     if (*value == '\0' || *end || v < 1 || v > SPEC_MAX_GPUS)
@@ -121,6 +141,9 @@ void search_space_describe(const search_space *s, char *buf, size_t n) {
     if (r->kind == K_FLAG) continue; /* no-cp / no-ep show as max-cp=1 / max-ep=1 */
     if (r->kind == K_MAX && *(const int *)f != *(const int *)fd)
       used += (size_t)snprintf(buf + used, n - used, "%s%s=%d", sep, r->o.name, *(const int *)f);
+    if (r->kind == K_ONE && *(const int *)f != *(const int *)fd)
+      used += (size_t)snprintf(buf + used, n - used, "%s%s=%s", sep, r->o.name,
+                               r->words[*(const int *)f]);
     if (r->kind == K_LIST && *(const unsigned *)f != *(const unsigned *)fd) {
       used += (size_t)snprintf(buf + used, n - used, "%s%s=", sep, r->o.name);
       int first = 1;
@@ -205,6 +228,60 @@ static int add_choices(search_uspace *u, const search_space *s, const spec_model
   return 0;
 }
 
+/* ---- the two-level space (--hierarchy) ---------------------------------------------------
+ * Alpa places each stage on a sub-mesh of shape (1, 2^k) inside a host or (n, M) whole hosts
+ * and shards inside it; with the island (a node, or an NVLink domain) in the host's role: a
+ * stage's GPUs are 2^k GPUs of one island or whole islands, and its model-parallel groups (TP:
+ * tp consecutive ranks; CP and EP: cp or ep ranks stride tp, so tp x cp or tp x ep
+ * consecutive ranks) lie inside one island. */
+
+int search_island_gpus(const search_space *s, const spec_cluster *c) {
+  if (s->hierarchy == SEARCH_HIER_NODE) return c->gpus_per_node;
+  if (s->hierarchy == SEARCH_HIER_DOMAIN) return c->nvlink.domain_gpus;
+  return 0;
+}
+
+/* Whether ranks [r, r + len) of the stage lie in one island, for every r = 0, len, ... */
+static int chunks_in_island(int I, const int *gpus, int n, int len) {
+  for (int r = 0; r < n; r += len)
+    for (int j = r + 1; j < r + len && j < n; j++)
+      if (gpus[j] / I != gpus[r] / I) return 0;
+  return 1;
+}
+
+int search_island_stage_ok(int I, const int *gpus, int n, int tp, int cp, int ep) {
+  if (I <= 0) return 1;
+  if (n < I) /* 2^k GPUs of one island */
+    return (n & (n - 1)) == 0 && chunks_in_island(I, gpus, n, n);
+  if (n % I) return 0;
+  /* whole islands: n distinct GPUs within n / I consecutive islands fill them */
+  int lo = gpus[0] / I, hi = lo;
+  for (int i = 1; i < n; i++) {
+    int k = gpus[i] / I;
+    lo = k < lo ? k : lo, hi = k > hi ? k : hi;
+  }
+  if ((hi - lo + 1) * I != n) return 0;
+  return chunks_in_island(I, gpus, n, tp * cp) && chunks_in_island(I, gpus, n, tp * ep);
+}
+
+int search_island_plan_ok(const search_space *s, const spec_cluster *c, const spec_plan *p) {
+  int I = search_island_gpus(s, c);
+  if (!I) return 1;
+  for (int i = 0; i < p->nstages; i++) {
+    const spec_stage *st = &p->stages[i];
+    if (!search_island_stage_ok(I, st->gpus, st->ngpus, st->tp, st->cp, st->ep)) return 0;
+  }
+  if (p->nstages) return 1;
+  int S = p->tp * p->cp * p->dp, ok = 1, *ids = malloc((size_t)S * sizeof *ids);
+  if (!ids) return 0;
+  for (int i = 0; ok && i < c->gpus / S; i++) { /* stage i holds GPUs [iS, (i + 1)S) */
+    for (int j = 0; j < S; j++) ids[j] = i * S + j;
+    ok = search_island_stage_ok(I, ids, S, p->tp, p->cp, p->ep);
+  }
+  free(ids);
+  return ok;
+}
+
 int search_uspace_build(const search_space *s, const spec_model *m, const spec_cluster *c,
                         search_uspace **out, pp_err *err) {
   *out = NULL;
@@ -226,6 +303,8 @@ int search_uspace_build(const search_space *s, const spec_model *m, const spec_c
             continue;
           uplan q = {(uint32_t)tp, (uint32_t)pp, (uint32_t)dp, (uint32_t)cp, (uint32_t)ep,
                      1, 1, 0, 0, 0, 0};
+          spec_plan shape = {.tp = tp, .pp = pp, .dp = dp, .cp = cp, .ep = ep};
+          if (!search_island_plan_ok(s, c, &shape)) continue;
           if (add_choices(u, s, m, c, q)) {
             search_uspace_free(u);
             return pp_err_set(err, PP_NOMEM, "search: out of memory");

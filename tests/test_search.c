@@ -20,7 +20,7 @@
  *   cm_eval) and the uniform space: asked for gap 0, global is certified and its best is the
  *   brute-force optimum (its bound at most that), no worse than exhaustive's; two-level and
  *   megatron (when they return a plan) are never better than global's best;
- * - global against brute force on 8 instances with several stage-count classes (8-12 layers;
+ * - global against brute force on 11 instances with several stage-count classes (8-12 layers;
  *   2-4 nodes of 2 or 4 GPUs, so blocks inside a node and of whole nodes, NVLink domains of 1,
  *   2 and 4 nodes; 9 and 10 nodes of one GPU) on a restricted space (tp <= 2, no cp,
  *   recompute none/full, ZeRO 0/1, 1F1B, at most 4 stages): at gap 0 and at 1% global is
@@ -29,6 +29,13 @@
  *   a claim checked against cm_eval at every plan it scores) finds no plan below global's gap-0
  *   best, and finds that plan when it is one of that part; the 1% run's bound is at most the
  *   optimum and its best within 1% of its bound;
+ * - the two-level space's rule (search_island_stage_ok, islands of 8): blocks inside one island
+ *   or on aligned, consecutive whole islands, TP/CP/EP groups inside one; islands of a node and
+ *   of an NVLink domain on h100-nvl256; --hierarchy's option error names the option and value;
+ *   three of the brute-force instances above run with --hierarchy node or domain (the brute
+ *   force then walks only stages the rule accepts); and on GPT-3 6.7B / 40 GPUs of
+ *   h100-nvl256 global with --hierarchy node and domain is certified, returns only plans of
+ *   that space and none below the unrestricted run's bound;
  * - neighbours: on three pipelined cases (GPT-3 2.6B / 24 GPUs of dgx-h100 at 8 GiB, 13B / 24
  *   of dgx-a100 at 24 GiB, 6.7B / 40 of h100-nvl256 at 16 GiB; ZeRO 0/1, 1F1B) global at 1% is
  *   certified, and no plan one step from a pipeline of its top 5 (a stage boundary moved by a
@@ -112,6 +119,45 @@ static void space_by_hand(void) {
   char d[256];
   search_space_describe(&s, d, sizeof d);
   CHECK(strstr(d, "max-tp=2") && strstr(d, "recompute=none"));
+  CHECK(search_space_set(&s, "hierarchy", "rack", &err) == PP_USAGE);
+  CHECK(strstr(err.msg, "--hierarchy") && strstr(err.msg, "'rack'"));
+  CHECK(search_space_set(&s, "hierarchy", "domain", &err) == PP_OK);
+  search_space_describe(&s, d, sizeof d);
+  CHECK(strstr(d, "hierarchy=domain") != NULL);
+}
+
+/* The two-level space's rule on islands of 8 GPUs: 2^k GPUs of one island, or consecutive
+ * whole islands with TP (and tp x cp, tp x ep) groups inside one island. */
+static void island_rule(void) {
+  int ids[64];
+  for (int i = 0; i < 64; i++) ids[i] = i;
+  CHECK(search_island_stage_ok(0, ids + 3, 5, 1, 1, 1));      /* no hierarchy */
+  CHECK(search_island_stage_ok(8, ids + 4, 4, 4, 1, 1));      /* half an island */
+  CHECK(!search_island_stage_ok(8, ids + 6, 4, 1, 1, 1));     /* straddles two */
+  CHECK(!search_island_stage_ok(8, ids, 6, 1, 1, 1));         /* not 2^k */
+  CHECK(search_island_stage_ok(8, ids + 8, 24, 8, 1, 1));     /* three whole islands */
+  CHECK(!search_island_stage_ok(8, ids + 4, 16, 1, 1, 1));    /* not island-aligned */
+  CHECK(!search_island_stage_ok(8, ids, 16, 16, 1, 1));       /* TP across islands */
+  CHECK(!search_island_stage_ok(8, ids, 16, 4, 4, 1));        /* tp x cp = 16 */
+  CHECK(!search_island_stage_ok(8, ids, 16, 2, 1, 8));        /* tp x ep = 16 */
+  CHECK(search_island_stage_ok(8, ids, 16, 2, 2, 2));
+  int gaps[16]; /* islands 0 and 2: whole, but not consecutive */
+  for (int i = 0; i < 16; i++) gaps[i] = i < 8 ? i : i + 8;
+  CHECK(!search_island_stage_ok(8, gaps, 16, 1, 1, 1));
+  spec_cluster c;
+  pp_err err = {0};
+  CHECK(spec_cluster_load("h100-nvl256", 512, &c, &err) == PP_OK);
+  search_space s;
+  search_space_default(512, &s);
+  s.hierarchy = SEARCH_HIER_NODE;
+  CHECK_EQ(search_island_gpus(&s, &c), 8);
+  s.hierarchy = SEARCH_HIER_DOMAIN;
+  CHECK_EQ(search_island_gpus(&s, &c), 256);
+  /* uniform: tp 16 over two nodes is inside a 256-GPU domain, not inside a node */
+  spec_plan u = {.tp = 16, .pp = 2, .dp = 16, .cp = 1, .ep = 1};
+  CHECK(search_island_plan_ok(&s, &c, &u));
+  s.hierarchy = SEARCH_HIER_NODE;
+  CHECK(!search_island_plan_ok(&s, &c, &u));
 }
 
 /* The GPU memory between the fully sharded plan's need and the next smallest. */
@@ -378,6 +424,7 @@ typedef struct bfx {
   const spec_cluster *c;
   const search_space *s;
   int gbs, mb, sp, zero, samples, sub_node;
+  int island, d;            /* --hierarchy: GPUs per island (0: off); the block's first GPU */
   double thr, best;
   long scored, under_claim; /* plans scored; plans cm_eval charged less than the claim */
   search_stage st[16];
@@ -394,6 +441,11 @@ static int bfx_sizes(const bfx *b, int *out) {
 }
 
 static int bfx_cfg_ok(const bfx *b, int tp, int dp) {
+  if (b->island) { /* the two-level space: the library's rule on the block and its groups */
+    int ids[64], S = tp * dp;
+    for (int i = 0; i < S; i++) ids[i] = b->d + i;
+    if (!search_island_stage_ok(b->island, ids, S, tp, 1, 1)) return 0;
+  }
   const spec_model *m = b->m;
   if ((b->s->max_tp && tp > b->s->max_tp) || b->samples % dp) return 0;
   if (m->heads % tp || m->kv_heads % tp || m->ffn_hidden % tp) return 0;
@@ -431,6 +483,7 @@ static void bfx_walk(bfx *b, int k, int d, int n, double sum, double mx) {
     int S = sizes[z], gpus[64];
     if (d + S > b->c->gpus || (S < gpn ? d % gpn + S > gpn : d % gpn != 0)) continue;
     for (int i = 0; i < S; i++) gpus[i] = d + i;
+    b->d = d;
     for (int tp = 1; tp <= S; tp *= 2) {
       if (S % tp || !bfx_cfg_ok(b, tp, S / tp)) continue;
       for (int rc = 0; rc < 3; rc++) {
@@ -460,7 +513,7 @@ static double bfx_run(cm_model *cm, const spec_model *m, const spec_cluster *c,
                       const search_space *s, double thr, long *scored, long *under,
                       char why[1024]) {
   bfx b = {.cm = cm, .m = m, .c = c, .s = s, .gbs = s->gbs, .thr = thr, .best = INFINITY,
-           .sub_node = c->gpus / c->gpus_per_node <= 8};
+           .sub_node = c->gpus / c->gpus_per_node <= 8, .island = search_island_gpus(s, c)};
   for (b.mb = 1; b.mb <= b.gbs; b.mb++) {
     if (b.gbs % b.mb) continue;
     b.samples = b.gbs / b.mb;
@@ -506,10 +559,12 @@ static int contiguous(const spec_plan *p) {
 }
 
 static void brute_force_classes(void) {
-  /* {layers, nodes, GPUs per node, GPUs per NVLink domain, gbs} */
-  static const int shapes[][5] = {
-      {8, 2, 2, 2, 4},   {10, 3, 2, 2, 4},  {12, 2, 4, 4, 8}, {9, 4, 2, 4, 4},
-      {10, 2, 2, 4, 8},  {8, 4, 2, 8, 4},   {8, 10, 1, 1, 4}, {9, 9, 1, 3, 4},
+  /* {layers, nodes, GPUs per node, GPUs per NVLink domain, gbs, --hierarchy} */
+  static const int shapes[][6] = {
+      {8, 2, 2, 2, 4, 0},  {10, 3, 2, 2, 4, 0}, {12, 2, 4, 4, 8, 0}, {9, 4, 2, 4, 4, 0},
+      {10, 2, 2, 4, 8, 0}, {8, 4, 2, 8, 4, 0},  {8, 10, 1, 1, 4, 0}, {9, 9, 1, 3, 4, 0},
+      {9, 4, 2, 4, 4, SEARCH_HIER_NODE},        {9, 4, 2, 4, 4, SEARCH_HIER_DOMAIN},
+      {10, 4, 2, 8, 8, SEARCH_HIER_NODE},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const int *sh = shapes[i];
@@ -525,6 +580,7 @@ static void brute_force_classes(void) {
     }
     search_space s;
     restricted_space(sh[4], &s);
+    s.hierarchy = sh[5];
     search_result g0, g1, x, t;
     CHECK(run(cm, SEARCH_GLOBAL, sh[4], &s, 2, 0, &g0) == PP_OK);
     CHECK(run(cm, SEARCH_GLOBAL, sh[4], &s, 2, 0.01, &g1) == PP_OK);
@@ -534,10 +590,11 @@ static void brute_force_classes(void) {
     double bfb = INFINITY;
     char why[1024] = "";
     if (g0.ntop) bfb = bfx_run(cm, &m, &c, &s, g0.best_s * (1 + 1e-6), &scored, &under, why);
-    printf("classes %zu: %d layers, %d x %d GPUs, domain %d, gbs %d, hbm %.0f GiB: global at gap "
+    printf("classes %zu: %d layers, %d x %d GPUs, domain %d, gbs %d, hierarchy %d, hbm %.0f GiB: "
+           "global at gap "
            "0: %.6g s (%d stages), bound %.6g s, %s; at 1%%: %.6g s, bound %.6g s, gap %.3f%%; "
            "brute force %ld plans, best %.6g s; exhaustive %.6g s\n",
-           i, sh[0], sh[1], sh[2], sh[3], sh[4], c.gpu.hbm_gib, g0.best_s,
+           i, sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], c.gpu.hbm_gib, g0.best_s,
            g0.ntop ? g0.top[0].plan.nstages : 0, g0.lower_bound_s,
            g0.certified ? "certified" : "NOT certified", g1.best_s, g1.lower_bound_s,
            100 * g1.gap, scored, bfb, x.best_s);
@@ -550,7 +607,9 @@ static void brute_force_classes(void) {
       CHECK(bfb >= g0.best_s * (1 - 1e-9));
       if (bfb < g0.best_s * (1 - 1e-9)) fprintf(stderr, "  brute force's best: %s\n", why);
       if (x.ntop) CHECK(x.best_s >= g0.best_s * (1 - 1e-9));
-      if (tl && t.ntop) CHECK(t.best_s >= g0.best_s * (1 - 1e-9));
+      if (tl && t.ntop && search_island_plan_ok(&s, &c, &t.top[0].plan))
+        CHECK(t.best_s >= g0.best_s * (1 - 1e-9));
+      for (int k = 0; k < g0.ntop; k++) CHECK(search_island_plan_ok(&s, &c, &g0.top[k].plan));
       /* the brute force finds global's plan when it is one of the part it walks */
       if (contiguous(&g0.top[0].plan)) CHECK(bfb <= g0.best_s * (1 + 1e-9));
       /* at 1%: the bound is below the optimum and the gap is met */
@@ -681,6 +740,41 @@ static void neighbour_property(void) {
   }
 }
 
+/* The two-level space inside global's: GPT-3 6.7B on 40 GPUs of h100-nvl256 (one 40-GPU
+ * domain of 5 nodes) at 16 GiB, ZeRO 0/1, 1F1B: with --hierarchy node and domain global is
+ * certified to 1%, returns only plans of that space, and no better than global's bound
+ * without the restriction (whose space holds it). */
+static void hierarchy_inside(void) {
+  spec_model m;
+  spec_cluster c;
+  pp_err err = {0};
+  cm_model *cm = NULL;
+  CHECK(spec_model_load("gpt3-6.7b", &m, &err) == PP_OK);
+  CHECK(spec_cluster_load("h100-nvl256", 40, &c, &err) == PP_OK);
+  c.gpu.hbm_gib = 16;
+  CHECK(cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  search_space s;
+  search_space_default(40, &s);
+  CHECK(search_space_set(&s, "zero", "0,1", &err) == PP_OK);
+  CHECK(search_space_set(&s, "schedules", "1f1b", &err) == PP_OK);
+  search_result off;
+  CHECK(run(cm, SEARCH_GLOBAL, 40, &s, 2, 0.01, &off) == PP_OK);
+  for (int h = SEARCH_HIER_NODE; h <= SEARCH_HIER_DOMAIN; h++) {
+    s.hierarchy = h;
+    search_result r;
+    CHECK(run(cm, SEARCH_GLOBAL, 40, &s, 2, 0.01, &r) == PP_OK);
+    printf("hierarchy %d: global %.6g s (bound %.6g s, %s) against %.6g s (bound %.6g s) "
+           "without\n", h, r.best_s, r.lower_bound_s, r.certified ? "certified" : "NOT certified",
+           off.best_s, off.lower_bound_s);
+    CHECK(r.certified && r.ntop > 0);
+    CHECK(r.best_s >= off.lower_bound_s * (1 - 1e-9));
+    for (int k = 0; k < r.ntop; k++) CHECK(search_island_plan_ok(&s, &c, &r.top[k].plan));
+    search_result_clear(&r);
+  }
+  search_result_clear(&off);
+  cm_model_destroy(cm);
+}
+
 static void stage_price(cm_model *cm, const cm_stage_cfg *g, int d, int S, double out[5]) {
   pp_err err = {0};
   int *gpus = malloc((size_t)S * sizeof *gpus);
@@ -748,8 +842,10 @@ int main(void) {
   determinism();
   megatron();
   brute_force();
+  island_rule();
   brute_force_classes();
   neighbour_property();
+  hierarchy_inside();
   torus_period();
   time_limit_torus();
   return check_status();

@@ -44,14 +44,28 @@ typedef struct search_space {
   unsigned schedules;    /* bit (1 << spec_schedule) per allowed schedule */
   unsigned sp;           /* bit 0: sequence parallelism off allowed, bit 1: on allowed */
   int uniform_only;      /* global: no non-uniform stages (the uniform space only) */
+  int hierarchy;         /* SEARCH_HIER_*: the plans a two-level decomposition can express */
 } search_space;
+/* --hierarchy: off (every plan), or the two-level space with islands of whole nodes or of
+ * whole NVLink domains (search_island_gpus): every stage on 2^k GPUs inside one island or on
+ * whole islands (Alpa's sub-mesh shapes, the island in the role of Alpa's host), and its
+ * model-parallel groups (TP, CP, EP) inside one island; data parallelism may cross islands. */
+enum { SEARCH_HIER_OFF, SEARCH_HIER_NODE, SEARCH_HIER_DOMAIN };
+/* GPUs of one island of the space on cluster c (0: no hierarchy). */
+int search_island_gpus(const search_space *s, const spec_cluster *c);
+/* Whether a stage on the n GPUs gpus[] (in rank order) with tp, cp, ep lies in the two-level
+ * space of islands of I GPUs (I = 0: always). */
+int search_island_stage_ok(int I, const int *gpus, int n, int tp, int cp, int ep);
+/* Whether plan p (uniform or not) lies in space s's two-level space on cluster c. */
+int search_island_plan_ok(const search_space *s, const spec_cluster *c, const spec_plan *p);
 /* Everything allowed (tp, cp and ep then follow the model: divisors of heads, seq_len and
  * experts), for a global batch of gbs sequences. */
 void search_space_default(int gbs, search_space *out);
 
 /* The options that restrict a space, one table for the CLI's option text and parsing:
  * "max-tp" N, ..., "no-cp", "no-ep", "recompute" LIST (none,selective,full), "zero" LIST
- * (0,1,2,3), "schedules" LIST (gpipe,1f1b,interleaved), "sp" LIST (off,on). */
+ * (0,1,2,3), "schedules" LIST (gpipe,1f1b,interleaved), "sp" LIST (off,on), "hierarchy" one of
+ * off,node,domain. */
 typedef struct search_space_opt {
   const char *name;  /* long option without the dashes */
   const char *arg;   /* metavariable for the help text; NULL: a flag */
