@@ -264,9 +264,12 @@ static int run_pillar(args *a, const char *cal_cluster, const char *cal_list, in
     printf("\n%d cases (%d not on their fabric, %d read back from %s), %d searches run, %.1f s",
            sum.cases, sum.cases_na, sum.cases_resumed, a->p.db, sum.searches, sum.wall_s);
     if (j.size > 1) printf(" on %d ranks", j.size);
-    static const char *const what[2] = {"with Alpa's defaults", "open (without them)"};
-    for (int v = 0; v < 2; v++) {
-      printf("\ntwo-level %s: within 1%% of global in %d of %d cases (certified by global's "
+    static const char *const what[STUDY_PILLAR_NV] = {
+        "two-level with Alpa's defaults", "two-level open (without them)",
+        "the two-level space (global, island = node)",
+        "the two-level space (global, island = NVLink domain)"};
+    for (int v = 0; v < STUDY_PILLAR_NV; v++) {
+      printf("\n%s: within 1%% of global in %d of %d cases (certified by global's "
              "bound in %d), no feasible plan in %d",
              what[v], sum.within_1pct[v], sum.compared, sum.certified_1pct[v], sum.no_plan[v]);
       if (sum.max_gap_case[v][0])

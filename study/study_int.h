@@ -50,6 +50,8 @@ typedef enum {
   STUDY__PM_TWO_LEVEL_OPEN,   /* without Alpa's defaults (every recompute and SP choice, the
                                  cost model's weights in its ILP), the island is the node */
   STUDY__PM_EXHAUSTIVE,       /* the uniform space */
+  STUDY__PM_SPACE_NODE,       /* global restricted to the two-level space, island = node */
+  STUDY__PM_SPACE_DOMAIN,     /* ... island = NVLink domain */
   STUDY__PM_GLOBAL,
   STUDY__PM_INTER_ONLY,       /* ablation: two-level with one GPU per stage (no intra-op) */
   STUDY__PM_INTRA_ONLY,       /* ablation: two-level with one stage (no inter-op) */

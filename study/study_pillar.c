@@ -20,11 +20,13 @@
 #include "study_int.h"
 
 const char *const study__pm_name[STUDY__PM_N] = {
-    "megatron", "two-level", "two-level-domain", "two-level-open", "exhaustive", "global",
-    "inter-op-only", "intra-op-only"};
+    "megatron",        "two-level",   "two-level-domain", "two-level-open", "exhaustive",
+    "two-level-space", "two-level-space-domain", "global", "inter-op-only", "intra-op-only"};
 
 /* How each method is searched: the search method, two-level's island, and the restrictions
- * of the ablation (Alpa's inter-op only: one GPU per stage; intra-op only: one stage). */
+ * of the space: global in the two-level space (--hierarchy node or domain: the hierarchy as a
+ * switch on one optimizer), and the ablation (Alpa's inter-op only: one GPU per stage;
+ * intra-op only: one stage). */
 static const struct pm_def {
   search_method method;
   int island_domain, alpa_defaults;
@@ -35,6 +37,8 @@ static const struct pm_def {
     {SEARCH_TWO_LEVEL, 1, 1, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_TWO_LEVEL, 0, 0, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_EXHAUSTIVE, 0, 0, {NULL, NULL}, {NULL, NULL}},
+    {SEARCH_GLOBAL, 0, 0, {"hierarchy", NULL}, {"node", NULL}},
+    {SEARCH_GLOBAL, 0, 0, {"hierarchy", NULL}, {"domain", NULL}},
     {SEARCH_GLOBAL, 0, 0, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_TWO_LEVEL, 0, 1, {"max-tp", "max-dp"}, {"1", "1"}},
     {SEARCH_TWO_LEVEL, 0, 1, {"max-pp", NULL}, {"1", NULL}},
@@ -44,7 +48,7 @@ static const struct pm_def {
 static int pm_in_set(study__pm m, const char *set) {
   if (m == STUDY__PM_INTER_ONLY || m == STUDY__PM_INTRA_ONLY) return !strcmp(set, "ablation");
   if (m == STUDY__PM_TWO_LEVEL_DOMAIN || m == STUDY__PM_TWO_LEVEL_OPEN ||
-      m == STUDY__PM_EXHAUSTIVE)
+      m == STUDY__PM_EXHAUSTIVE || m == STUDY__PM_SPACE_NODE || m == STUDY__PM_SPACE_DOMAIN)
     return strcmp(set, "ablation") != 0;
   return 1;
 }
@@ -532,8 +536,9 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
       if (k->na[0] || !strcmp(k->set, "ablation") || study__pillar_gap(k, STUDY__PM_GLOBAL) < 0)
         continue;
       sum->compared++;
-      static const study__pm v[2] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_OPEN};
-      for (int j = 0; j < 2; j++) {
+      static const study__pm v[STUDY_PILLAR_NV] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_OPEN,
+                                                   STUDY__PM_SPACE_NODE, STUDY__PM_SPACE_DOMAIN};
+      for (int j = 0; j < STUDY_PILLAR_NV; j++) {
         double g = study__pillar_gap(k, v[j]);
         if (g < 0) {
           sum->no_plan[j] += k->res[v[j]].ran && !k->res[v[j]].found;

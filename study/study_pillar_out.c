@@ -15,12 +15,19 @@
 #include "study_int.h"
 
 /* The main grid's six methods in the order of the tables; the ablation's five. */
+/* The tables' rows and columns: the ladder from Alpa as published to global */
 static const study__pm main_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LEVEL,
                                     STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_OPEN,
+                                    STUDY__PM_SPACE_NODE,       STUDY__PM_SPACE_DOMAIN,
                                     STUDY__PM_EXHAUSTIVE,       STUDY__PM_GLOBAL};
+/* The plots' (one colour each) */
+static const study__pm plot_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LEVEL,
+                                    STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_OPEN,
+                                    STUDY__PM_EXHAUSTIVE,       STUDY__PM_GLOBAL};
+#define NPLOT 6
 static const study__pm abl_pm[] = {STUDY__PM_MEGATRON, STUDY__PM_INTER_ONLY,
                                    STUDY__PM_INTRA_ONLY, STUDY__PM_TWO_LEVEL, STUDY__PM_GLOBAL};
-#define NMAIN 6
+#define NMAIN 8
 #define NABL 5
 
 static int is_abl(const study__pcase *k) { return !strcmp(k->set, "ablation"); }
@@ -50,7 +57,7 @@ static void print_case(FILE *f, const study__pcase *k) {
   if (g->bound_s > 0)
     fprintf(f, "; global's lower bound %.4f s (gap %.2f%%%s)", g->bound_s, 100 * g->gap,
             g->complete ? "" : ", stopped early: the time limit or the enumeration cap");
-  fprintf(f, "\n  %-17s %10s %10s %6s %9s %11s %9s\n", "method", "iter s", "sim s", "MFU",
+  fprintf(f, "\n  %-22s %10s %10s %6s %9s %11s %9s\n", "method", "iter s", "sim s", "MFU",
           "vs bound", "evaluations", "wall s");
   const study__pm *pms = is_abl(k) ? abl_pm : main_pm;
   int npm = is_abl(k) ? NABL : NMAIN;
@@ -58,7 +65,7 @@ static void print_case(FILE *f, const study__pcase *k) {
     const study__pres *r = &k->res[pms[i]];
     if (!r->ran) continue;
     if (!r->found) {
-      fprintf(f, "  %-17s no feasible plan: %.120s\n", study__pm_name[pms[i]], r->why);
+      fprintf(f, "  %-22s no feasible plan: %.120s\n", study__pm_name[pms[i]], r->why);
       continue;
     }
     double gap = study__pillar_gap(k, pms[i]);
@@ -66,7 +73,7 @@ static void print_case(FILE *f, const study__pcase *k) {
     if (gap >= 0) snprintf(vs, sizeof vs, "+%.2f%%", 100 * gap);
     char sim[24] = "-"; /* not simulated (above --sim-max-gpus, or stopped) */
     if (r->sim_s > 0) snprintf(sim, sizeof sim, "%.4f", r->sim_s);
-    fprintf(f, "  %-17s %10.4f %10s %5.1f%% %9s %11lld %9.2f%s%s\n", study__pm_name[pms[i]],
+    fprintf(f, "  %-22s %10.4f %10s %5.1f%% %9s %11lld %9.2f%s%s\n", study__pm_name[pms[i]],
             r->cm_s, sim, 100 * r->mfu, vs, r->evaluations, r->wall_s,
             r->resumed ? "  (stored)" : "",
             r->sim_stopped ? "  (a simulation stopped by --sim-time-limit)" : "");
@@ -79,6 +86,8 @@ static void print_case(FILE *f, const study__pcase *k) {
 /* How one two-level variant did on one fabric. */
 typedef struct variant_sum {
   int within, certified;   /* within 1% of global's best; of global's lower bound */
+  double gaps[64];         /* the gaps to global's best, for the median (the first 64) */
+  int ngaps;
   int none;                /* no feasible plan where global found one */
   double max_gap;          /* the largest gap to global's best (time / global's - 1) */
   char max_case[128];      /* its case */
@@ -86,17 +95,23 @@ typedef struct variant_sum {
 } variant_sum;
 
 static const study__pm variants[] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_DOMAIN,
-                                     STUDY__PM_TWO_LEVEL_OPEN};
-#define NVAR 3
+                                     STUDY__PM_TWO_LEVEL_OPEN, STUDY__PM_SPACE_NODE,
+                                     STUDY__PM_SPACE_DOMAIN};
+#define NVAR 5
+#define VAR_OPEN 2  /* the two-level algorithm without Alpa's defaults */
+#define VAR_SPACE 3 /* from here: global in the two-level space (the hierarchy alone) */
 static const char *const variant_text[NVAR] = {
     "Alpa's defaults (island = node)", "Alpa's defaults, island = NVLink domain",
-    "open (no Alpa defaults)"};
+    "open (no Alpa defaults)", "two-level space, island = node (global restricted)",
+    "two-level space, island = NVLink domain (global restricted)"};
 
 typedef struct fabric_sum {
   char fabric[64];
   int compared;            /* cases where global found a plan (and so a bound) */
-  int limited;             /* ... of them where global stopped at the time limit */
+  int limited;             /* ... of them where global stopped early */
   variant_sum v[NVAR];
+  double algo[64];         /* two-level open over the two-level space's best (island = node) */
+  int nalgo;
 } fabric_sum;
 
 /* The traits without the recompute one (what the open variant could have done too). */
@@ -112,6 +127,8 @@ static void split_traits(const char *t, int open, char *out, size_t n) {
 static void add_case(fabric_sum *s, const study__pcase *k) {
   s->compared++;
   s->limited += !k->res[STUDY__PM_GLOBAL].complete;
+  const study__pres *open = &k->res[STUDY__PM_TWO_LEVEL_OPEN], *sp = &k->res[STUDY__PM_SPACE_NODE];
+  if (open->found && sp->found && s->nalgo < 64) s->algo[s->nalgo++] = open->cm_s / sp->cm_s - 1;
   for (int v = 0; v < NVAR; v++) {
     double g = study__pillar_gap(k, variants[v]);
     variant_sum *x = &s->v[v];
@@ -120,13 +137,15 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
       continue;
     }
     double vs = vs_global(k, variants[v]) - 1;
+    if (x->ngaps < 64) x->gaps[x->ngaps++] = vs;
     x->within += vs <= 0.01;
     x->certified += g <= 0.01;
     if (vs > x->max_gap) {
       x->max_gap = vs;
       snprintf(x->max_case, sizeof x->max_case, "%s x%d", k->model, k->gpus);
-      split_traits(k->res[STUDY__PM_GLOBAL].traits, variants[v] == STUDY__PM_TWO_LEVEL_OPEN,
-                   x->traits, sizeof x->traits);
+      if (v < VAR_SPACE) /* the space rungs hold global's knobs: no trait explains them */
+        split_traits(k->res[STUDY__PM_GLOBAL].traits, v == VAR_OPEN, x->traits,
+                     sizeof x->traits);
     }
   }
 }
@@ -146,6 +165,45 @@ static int summarise(const study__pillar_run *r, fabric_sum *fs, int max) {
     add_case(&fs[j], k);
   }
   return n;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n) {
+  double s[64];
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_dbl);
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* One fabric's sentence, from the numbers only: the price of the hierarchy (global restricted
+ * to the two-level space over global, per island), and how far two-level's algorithm (open)
+ * stays above the two-level space's optimum. */
+static void write_fabric_sentence(FILE *f, const fabric_sum *s) {
+  static const char *const island[2] = {"node", "NVLink domain"};
+  fprintf(f, "- **%s**: the hierarchy itself (global restricted to the two-level space) costs",
+          s->fabric);
+  for (int j = 0; j < 2; j++) {
+    const variant_sum *x = &s->v[VAR_SPACE + j];
+    if (!x->ngaps) {
+      fprintf(f, "%s nothing measured with island = %s", j ? ";" : "", island[j]);
+      continue;
+    }
+    fprintf(f, "%s a median %+.1f%% and at most %+.1f%%%s%s%s with island = %s (within 1%% of "
+               "global's best in %d of %d cases, certified by its bound in %d)",
+            j ? ";" : "", 100 * median(x->gaps, x->ngaps), 100 * fmax(x->max_gap, 0),
+            x->max_gap > 0 ? " (" : "", x->max_gap > 0 ? x->max_case : "",
+            x->max_gap > 0 ? ")" : "", island[j], x->within, s->compared, x->certified);
+  }
+  if (s->nalgo)
+    fprintf(f, ". Two-level's algorithm (open, with its narrower knobs: no cp, ep, ZeRO 0 or "
+               "2/3, interleaving) trails the two-level space's optimum (island = node) by a "
+               "median %+.1f%%", 100 * median(s->algo, s->nalgo));
+  if (s->limited) fprintf(f, " (global stopped early in %d: its bound is looser there)", s->limited);
+  fputs(".\n", f);
 }
 
 /* The conclusion: per fabric, a row per two-level variant (how often it is within 1% of
@@ -182,22 +240,7 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
     }
   }
   fputc('\n', f);
-  for (int i = 0; i < n; i++) {
-    const fabric_sum *s = &fs[i];
-    const variant_sum *open = &s->v[NVAR - 1];
-    fprintf(f, "- **%s**: the two-level split itself (open) ", s->fabric);
-    if (open->within == s->compared)
-      fprintf(f, "still finds global's best (within 1%%) in every case here");
-    else if (!open->within)
-      fprintf(f, "misses global's best by more than 1%% in every case here");
-    else
-      fprintf(f, "finds global's best (within 1%%) in %d of %d cases here", open->within,
-              s->compared);
-    if (s->limited)
-      fprintf(f, " (global stopped early in %d: its bound is looser there)",
-              s->limited);
-    fputs(".\n", f);
-  }
+  for (int i = 0; i < n; i++) write_fabric_sentence(f, &fs[i]);
   fputc('\n', f);
 }
 
@@ -381,8 +424,8 @@ static int plot_times(const study__pillar_run *r, const char *dir, int *plots, p
       const study__pcase *k = &r->cases[j];
       if (is_abl(k) || strcmp(k->fabric, k0->fabric)) continue;
       fprintf(f, "\"%s x%d\"", k->model, k->gpus); /* one line: the tics are rotated */
-      for (int m = 0; m < NMAIN; m++) {
-        double v = vs_global(k, main_pm[m]);
+      for (int m = 0; m < NPLOT; m++) {
+        double v = vs_global(k, plot_pm[m]);
         if (v > 0) fprintf(f, " %.5f", v); else fputs(" NaN", f);
       }
       fputc('\n', f);
@@ -486,9 +529,9 @@ static int plot_wall(const study__pillar_run *r, const char *dir, int *plots, pp
   if (open_dat(dir, "pillar-wall.dat", &f, path, sizeof path, err)) return err->code;
   fprintf(f, "# method_index wall_s (one line per case that ran the method)\n");
   int n = 0;
-  for (int m = 0; m < NMAIN; m++)
+  for (int m = 0; m < NPLOT; m++)
     for (int i = 0; i < r->ncases; i++) {
-      const study__pres *x = &r->cases[i].res[main_pm[m]];
+      const study__pres *x = &r->cases[i].res[plot_pm[m]];
       if (!x->ran || is_abl(&r->cases[i])) continue;
       /* a small spread so that equal times do not hide each other */
       double jitter = 0.3 * ((double)(i % 7) / 6.0 - 0.5);
@@ -557,10 +600,12 @@ int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *o
   fabric_sum fs[16];
   int n = summarise(r, fs, 16);
   if (n)
-    fprintf(out, "two-level within 1%% of global's best (certified by the bound), Nx: no "
-                 "feasible plan in N cases; the largest gap to global's best, per fabric:\n"
-                 "%-14s %6s %22s %22s %22s\n", "fabric", "cases", "Alpa defaults",
-            "island = domain", "open");
+    fprintf(out, "within 1%% of global's best (certified by the bound), Nx: no feasible plan in "
+                 "N cases; the largest gap to global's best, per fabric (two-level: Alpa's "
+                 "defaults, island = domain, open; then global in the two-level space, island "
+                 "= node and = domain: the price of the hierarchy):\n"
+                 "%-14s %6s %22s %22s %22s %22s %22s\n", "fabric", "cases", "Alpa defaults",
+            "island = domain", "open", "space (node)", "space (domain)");
   for (int i = 0; i < n; i++) {
     fprintf(out, "%-14s %6d", fs[i].fabric, fs[i].compared);
     for (int v = 0; v < NVAR; v++) {

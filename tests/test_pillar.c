@@ -57,13 +57,15 @@ static const char grid[] = "set,fabric,model,gpus,gbs\n"
 
 /* The options `podplan search` takes for each of the study's methods. */
 static const struct {
-  const char *method, *search_method, *opts[4];
+  const char *method, *search_method, *opts[5];
 } methods[] = {
     {"megatron", "megatron", {NULL}},
     {"two-level", "two-level", {"--alpa-defaults", NULL}},
     {"two-level-domain", "two-level", {"--alpa-defaults", "--island", "domain", NULL}},
     {"two-level-open", "two-level", {NULL}},
     {"exhaustive", "exhaustive", {NULL}},
+    {"two-level-space", "global", {"--gap", "0.01", "--hierarchy", "node", NULL}},
+    {"two-level-space-domain", "global", {"--gap", "0.01", "--hierarchy", "domain", NULL}},
     {"global", "global", {"--gap", "0.01", NULL}},
     {"inter-op-only", "two-level", {"--alpa-defaults", "--max-tp", "1", NULL}},
     {"intra-op-only", "two-level", {"--alpa-defaults", "--max-pp", "1", NULL}},
@@ -119,7 +121,7 @@ static void check_csv(const char *out, const char *tmp) {
   study__csv c;
   pp_err err = {0};
   CHECK_EQ(study__csv_parse(text, len, path, &c, &err), PP_OK);
-  CHECK_EQ(c.nrows, 2 * 6 + 5);
+  CHECK_EQ(c.nrows, 2 * 8 + 5);
   int cf = col(&c, "fabric"), cg = col(&c, "gpus"), cm = col(&c, "method"),
       ct = col(&c, "iter_cm_s"), cb = col(&c, "lower_bound_s"), cs = col(&c, "iter_sim_s");
   char *db = tu_path(tmp, "direct.db");
@@ -155,7 +157,7 @@ static tu_run study(const char *gridp, const char *db, const char *out, const ch
 
 /* --sim-time-limit 0.001 on the dgx-a100 case: every simulation is stopped (SimGrid cannot
  * even load the platform in a millisecond), the study still answers with the cost model's
- * times (its 6 searches run again: a finished search run is not resumed, the study case's key
+ * times (its 8 searches run again: a finished search run is not resumed, the study case's key
  * has changed), and the CSV and markdown say which plans were not simulated. */
 static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
   char *out = tu_path(tmp, "out-stopped");
@@ -169,7 +171,7 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
   CHECK_CONTAINS(r.out, "0 read back from");
   CHECK_CONTAINS(r.out, "a simulation stopped by --sim-time-limit");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 19 + 6);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 23 + 8);
   char *path = tu_path(out, "pillar.csv");
   size_t len = 0;
   char *text = tu_read(path, &len);
@@ -249,7 +251,7 @@ static const struct {
   const char *fabric;
   int methods;
 } cases[] = {{"dgx-a100", 6}, {"h100-nvl256", 6}, {"p3.16xlarge", 5}};
-#define PAIRS 17
+#define PAIRS 21
 
 /* The cases with every (case, method) stored: what a rerun reads back whole. */
 static int whole_cases(const char *db) {
@@ -324,7 +326,7 @@ static int sharded(const char *mpiexec, const char *gridp, const char *tmp) {
   CHECK_EQ(r.status, 0);
   CHECK_CONTAINS(r.out, "on 2 ranks");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 6);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 8);
   char *a = tu_study_rows(one, "pillar"), *b = tu_study_rows(db, "pillar");
   CHECK(a != NULL);
   CHECK_STREQ(b, a);
@@ -352,10 +354,10 @@ int main(int argc, char **argv) {
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
   CHECK_EQ(r.status, 0);
   CHECK_CONTAINS(r.out, "3 cases (0 not on their fabric, 0 read back");
-  CHECK_CONTAINS(r.out, "17 searches run");
+  CHECK_CONTAINS(r.out, "21 searches run");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'pillar'"), 17);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 17);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'pillar'"), 21);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 21);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim'") > 0, 1);
   check_csv(out, tmp);
   char *mdp = tu_path(out, "pillar.md"), *md = tu_read(mdp, NULL);
@@ -366,9 +368,11 @@ int main(int argc, char **argv) {
     /* the conclusion's table: a row per fabric and two-level variant, counts out of its cases */
     CHECK_CONTAINS(md, "| fabric | two-level | within 1% | certified | no plan | largest gap |");
     CHECK_CONTAINS(md, "| **dgx-a100** (1 case) | Alpa's defaults (island = node) |");
-    CHECK_CONTAINS(md, "- **dgx-a100**: the two-level split itself (open) ");
+    CHECK_CONTAINS(md, "| two-level space, island = node (global restricted) |");
+    CHECK_CONTAINS(md, "- **dgx-a100**: the hierarchy itself (global restricted to the "
+                       "two-level space) costs a median ");
     /* the header counts the searches; this first run read none back */
-    CHECK_CONTAINS(md, "(3 cases, 17 searches of ");
+    CHECK_CONTAINS(md, "(3 cases, 21 searches of ");
     CHECK(!strstr(md, "back from the store"));
     CHECK_CONTAINS(md, "**dgx-a100**");
     CHECK_CONTAINS(md, "**h100-nvl256**");
@@ -393,12 +397,12 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "0 searches run");
   tu_run_free(&r);
   mdp = tu_path(out, "pillar.md"), md = tu_read(mdp, NULL);
-  CHECK(md && strstr(md, "(3 cases, 17 searches of ") &&
-        strstr(md, "and read 17 of the searches back from the store"));
+  CHECK(md && strstr(md, "(3 cases, 21 searches of ") &&
+        strstr(md, "and read 21 of the searches back from the store"));
   free(md), free(mdp);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 17);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 21);
   /* one (case, method) lost, as when a study is killed: that one alone is searched */
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 17);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 21);
   sqlite3 *h = NULL;
   CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
   CHECK_EQ(sqlite3_exec(h, "DELETE FROM study_cases WHERE case_key LIKE "
@@ -411,11 +415,11 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "2 read back from");
   CHECK_CONTAINS(r.out, "1 searches run");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 18);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 22);
   /* every case is stored under the cost model's fingerprint, the simulated ones also under the
    * simulator's revision; one stored by another version of the model (another fingerprint) is
    * not read back but searched again */
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;cm=%'"), 17);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;cm=%'"), 21);
   CHECK(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;sim=%'") > 0);
   CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
   CHECK_EQ(sqlite3_exec(h, "UPDATE study_cases SET case_key = replace(case_key, ';cm=', ';cm=0') "
@@ -429,7 +433,7 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "2 read back from");
   CHECK_CONTAINS(r.out, "1 searches run");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 19);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 23);
   sim_stopped(gridp, db, tmp);
   bad_input(gridp, db, tmp);
   tu_rmtree(tmp);

@@ -292,12 +292,15 @@ typedef struct study_pillar_summary {
   int cases_resumed;         /* cases found whole in the store */
   int searches;              /* (case, method) searched in this invocation */
   int compared;              /* cases (ablation aside) where global found a plan */
-  /* [0]: two-level with Alpa's defaults (island = node); [1]: without them (open) */
-  int within_1pct[2];        /* ... two-level's best within 1% of global's best */
-  int certified_1pct[2];     /* ... within 1% of global's lower bound (a certificate) */
-  int no_plan[2];            /* ... two-level found no feasible plan */
-  double max_gap[2];         /* the largest gap of two-level to global's best */
-  char max_gap_case[2][160];
+  /* [0]: two-level with Alpa's defaults (island = node); [1]: without them (open); [2], [3]:
+   * global restricted to the two-level space (--hierarchy), island = node and = NVLink
+   * domain: their gap to global's best is the price of the hierarchy itself */
+#define STUDY_PILLAR_NV 4
+  int within_1pct[STUDY_PILLAR_NV];    /* ... its best within 1% of global's best */
+  int certified_1pct[STUDY_PILLAR_NV]; /* ... within 1% of global's lower bound */
+  int no_plan[STUDY_PILLAR_NV];        /* ... it found no feasible plan */
+  double max_gap[STUDY_PILLAR_NV];     /* the largest gap to global's best */
+  char max_gap_case[STUDY_PILLAR_NV][160];
   int plots;                 /* plot files written (PNG and SVG count apart) */
   double wall_s;
 } study_pillar_summary;
