@@ -271,7 +271,7 @@ static int run_pillar(args *a, const char *cal_cluster, const char *cal_list, in
     for (int v = 0; v < STUDY_PILLAR_NV; v++) {
       printf("\n%s: within 1%% of global in %d of %d cases (certified by global's "
              "bound in %d), no feasible plan in %d",
-             what[v], sum.within_1pct[v], sum.compared, sum.certified_1pct[v], sum.no_plan[v]);
+             what[v], sum.within_1pct[v], sum.ran[v], sum.certified_1pct[v], sum.no_plan[v]);
       if (sum.max_gap_case[v][0])
         printf("; largest gap to global's best +%.1f%% (%s)", 100 * sum.max_gap[v],
                sum.max_gap_case[v]);

@@ -241,6 +241,11 @@ int search_island_gpus(const search_space *s, const spec_cluster *c) {
   return 0;
 }
 
+int search_island_single(const search_space *s, const spec_cluster *c) {
+  int I = search_island_gpus(s, c);
+  return I > 0 && I >= c->gpus;
+}
+
 /* Whether ranks [r, r + len) of the stage lie in one island, for every r = 0, len, ... */
 static int chunks_in_island(int I, const int *gpus, int n, int len) {
   for (int r = 0; r < n; r += len)

@@ -53,6 +53,17 @@ static int pm_in_set(study__pm m, const char *set) {
   return 1;
 }
 
+/* A two-level-space rung on a case whose cluster is one island (256 GPUs of one NVLink
+ * domain): its space is global's, so it is not searched and shows as not run. */
+static int pm_one_island(const spec_cluster *c, study__pm pm, pp_err *err) {
+  const struct pm_def *d = &pm_defs[pm];
+  search_space s;
+  search_space_default(1, &s);
+  for (int i = 0; i < 2 && d->opt[i]; i++)
+    if (search_space_set(&s, d->opt[i], d->val[i], err)) return 0;
+  return search_island_single(&s, c);
+}
+
 /* ---- the grid -------------------------------------------------------------------------- */
 
 /* 1 when name is in the comma list (NULL: every name). */
@@ -453,6 +464,10 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
   for (int pm = 0; pm < STUDY__PM_N && !rc; pm++) {
     if (!pm_in_set((study__pm)pm, k->set)) continue;
     study__pres *r = &k->res[pm];
+    if (pm_one_island(&c, (study__pm)pm, err)) { /* the rung is the whole space: not run */
+      x->done++;
+      continue;
+    }
     char key[2048], cur[256];
     case_key(x, k, (study__pm)pm, key, sizeof key);
     snprintf(cur, sizeof cur, "%s on %s x%d: %s", k->model, k->fabric, k->gpus,
@@ -539,6 +554,7 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
       static const study__pm v[STUDY_PILLAR_NV] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_OPEN,
                                                    STUDY__PM_SPACE_NODE, STUDY__PM_SPACE_DOMAIN};
       for (int j = 0; j < STUDY_PILLAR_NV; j++) {
+        sum->ran[j] += k->res[v[j]].ran;
         double g = study__pillar_gap(k, v[j]);
         if (g < 0) {
           sum->no_plan[j] += k->res[v[j]].ran && !k->res[v[j]].found;

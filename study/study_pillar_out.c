@@ -86,6 +86,7 @@ static void print_case(FILE *f, const study__pcase *k) {
 /* How one two-level variant did on one fabric. */
 typedef struct variant_sum {
   int within, certified;   /* within 1% of global's best; of global's lower bound */
+  int ran;                 /* cases it ran in (of the fabric's compared) */
   double gaps[64];         /* the gaps to global's best, for the median (the first 64) */
   int ngaps;
   int none;                /* no feasible plan where global found one */
@@ -132,6 +133,7 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
   for (int v = 0; v < NVAR; v++) {
     double g = study__pillar_gap(k, variants[v]);
     variant_sum *x = &s->v[v];
+    x->ran += k->res[variants[v]].ran;
     if (g < 0) {
       x->none += k->res[variants[v]].ran && !k->res[variants[v]].found;
       continue;
@@ -189,14 +191,15 @@ static void write_fabric_sentence(FILE *f, const fabric_sum *s) {
   for (int j = 0; j < 2; j++) {
     const variant_sum *x = &s->v[VAR_SPACE + j];
     if (!x->ngaps) {
-      fprintf(f, "%s nothing measured with island = %s", j ? ";" : "", island[j]);
+      fprintf(f, "%s nothing with island = %s (one island holds every GPU, or no plan)",
+              j ? ";" : "", island[j]);
       continue;
     }
     fprintf(f, "%s a median %+.1f%% and at most %+.1f%%%s%s%s with island = %s (within 1%% of "
                "global's best in %d of %d cases, certified by its bound in %d)",
             j ? ";" : "", 100 * median(x->gaps, x->ngaps), 100 * fmax(x->max_gap, 0),
             x->max_gap > 0 ? " (" : "", x->max_gap > 0 ? x->max_case : "",
-            x->max_gap > 0 ? ")" : "", island[j], x->within, s->compared, x->certified);
+            x->max_gap > 0 ? ")" : "", island[j], x->within, x->ran, x->certified);
   }
   if (s->nalgo)
     fprintf(f, ". Two-level's algorithm (open, with its narrower knobs: no cp, ep, ZeRO 0 or "
@@ -230,8 +233,8 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
         fprintf(f, "| **%s** (%d case%s) ", s->fabric, s->compared, s->compared == 1 ? "" : "s");
       else
         fputs("| ", f);
-      fprintf(f, "| %s | %d of %d | %d of %d | %d |", variant_text[v], x->within, s->compared,
-              x->certified, s->compared, x->none);
+      fprintf(f, "| %s | %d of %d | %d of %d | %d |", variant_text[v], x->within, x->ran,
+              x->certified, x->ran, x->none);
       if (x->max_gap > 0)
         fprintf(f, " +%.1f%% | %s%s%s |\n", 100 * x->max_gap, x->max_case,
                 x->traits[0] ? ": " : "", x->traits);
@@ -309,6 +312,10 @@ static void md_case_table(FILE *f, const study__pillar_run *r, int abl) {
     for (int j = 0; j < npm; j++) {
       const study__pres *x = &k->res[pms[j]];
       double gap = study__pillar_gap(k, pms[j]);
+      if (!x->ran) { /* a two-level-space rung where one island holds every GPU */
+        fprintf(f, " - |");
+        continue;
+      }
       if (!x->found) {
         fprintf(f, " none |");
         continue;
@@ -610,8 +617,11 @@ int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *o
     fprintf(out, "%-14s %6d", fs[i].fabric, fs[i].compared);
     for (int v = 0; v < NVAR; v++) {
       char c[48];
-      snprintf(c, sizeof c, "%d (%d) %dx, +%.1f%%", fs[i].v[v].within, fs[i].v[v].certified,
-               fs[i].v[v].none, 100 * fs[i].v[v].max_gap);
+      if (fs[i].v[v].ran)
+        snprintf(c, sizeof c, "%d (%d) %dx, +%.1f%%", fs[i].v[v].within, fs[i].v[v].certified,
+                 fs[i].v[v].none, 100 * fs[i].v[v].max_gap);
+      else
+        snprintf(c, sizeof c, "-"); /* not run: one island holds every GPU */
       fprintf(out, " %22s", c);
     }
     fputc('\n', out);

@@ -34,8 +34,9 @@
  *   of an NVLink domain on h100-nvl256; --hierarchy's option error names the option and value;
  *   three of the brute-force instances above run with --hierarchy node or domain (the brute
  *   force then walks only stages the rule accepts); and on GPT-3 6.7B / 40 GPUs of
- *   h100-nvl256 global with --hierarchy node and domain is certified, returns only plans of
- *   that space and none below the unrestricted run's bound;
+ *   h100-nvl256 global with --hierarchy node is certified, returns only plans of that space
+ *   and none below the unrestricted run's bound, while --hierarchy domain (the 40 GPUs are one
+ *   island) is bad usage naming the option;
  * - neighbours: on three pipelined cases (GPT-3 2.6B / 24 GPUs of dgx-h100 at 8 GiB, 13B / 24
  *   of dgx-a100 at 24 GiB, 6.7B / 40 of h100-nvl256 at 16 GiB; ZeRO 0/1, 1F1B) global at 1% is
  *   certified, and no plan one step from a pipeline of its top 5 (a stage boundary moved by a
@@ -741,9 +742,9 @@ static void neighbour_property(void) {
 }
 
 /* The two-level space inside global's: GPT-3 6.7B on 40 GPUs of h100-nvl256 (one 40-GPU
- * domain of 5 nodes) at 16 GiB, ZeRO 0/1, 1F1B: with --hierarchy node and domain global is
- * certified to 1%, returns only plans of that space, and no better than global's bound
- * without the restriction (whose space holds it). */
+ * domain of 5 nodes) at 16 GiB, ZeRO 0/1, 1F1B: with --hierarchy node global is certified to
+ * 1%, returns only plans of that space, and none better than global's bound without the
+ * restriction (whose space holds it); --hierarchy domain there (one island) is PP_USAGE. */
 static void hierarchy_inside(void) {
   spec_model m;
   spec_cluster c;
@@ -759,7 +760,16 @@ static void hierarchy_inside(void) {
   CHECK(search_space_set(&s, "schedules", "1f1b", &err) == PP_OK);
   search_result off;
   CHECK(run(cm, SEARCH_GLOBAL, 40, &s, 2, 0.01, &off) == PP_OK);
-  for (int h = SEARCH_HIER_NODE; h <= SEARCH_HIER_DOMAIN; h++) {
+  /* the 40 GPUs are one NVLink domain: the two-level space of domains is the whole space, and
+   * asking for it is bad usage that names the option */
+  s.hierarchy = SEARCH_HIER_DOMAIN;
+  search_opts o;
+  search_opts_default(SEARCH_GLOBAL, 40, &o);
+  o.space = s;
+  search_result r0;
+  CHECK(search_run(cm, &o, &r0, &err) == PP_USAGE);
+  CHECK(strstr(err.msg, "--hierarchy domain") != NULL);
+  for (int h = SEARCH_HIER_NODE; h <= SEARCH_HIER_NODE; h++) {
     s.hierarchy = h;
     search_result r;
     CHECK(run(cm, SEARCH_GLOBAL, 40, &s, 2, 0.01, &r) == PP_OK);

@@ -56,6 +56,9 @@ int search_island_gpus(const search_space *s, const spec_cluster *c);
 /* Whether a stage on the n GPUs gpus[] (in rank order) with tp, cp, ep lies in the two-level
  * space of islands of I GPUs (I = 0: always). */
 int search_island_stage_ok(int I, const int *gpus, int n, int tp, int cp, int ep);
+/* 1 when --hierarchy is on and one island holds every GPU of c: the two-level space is then
+ * the whole space, and a search asked for it is bad usage (PP_USAGE from search_run). */
+int search_island_single(const search_space *s, const spec_cluster *c);
 /* Whether plan p (uniform or not) lies in space s's two-level space on cluster c. */
 int search_island_plan_ok(const search_space *s, const spec_cluster *c, const spec_plan *p);
 /* Everything allowed (tp, cp and ep then follow the model: divisors of heads, seq_len and

@@ -296,6 +296,8 @@ typedef struct study_pillar_summary {
    * global restricted to the two-level space (--hierarchy), island = node and = NVLink
    * domain: their gap to global's best is the price of the hierarchy itself */
 #define STUDY_PILLAR_NV 4
+  int ran[STUDY_PILLAR_NV];            /* ... it ran (a two-level-space rung does not where one
+                                          island holds every GPU) */
   int within_1pct[STUDY_PILLAR_NV];    /* ... its best within 1% of global's best */
   int certified_1pct[STUDY_PILLAR_NV]; /* ... within 1% of global's lower bound */
   int no_plan[STUDY_PILLAR_NV];        /* ... it found no feasible plan */
