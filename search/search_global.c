@@ -11,7 +11,10 @@
  * form 2^a 3^b, and the whole cluster); on clusters of at most 8 nodes also blocks inside a
  * node (1, 2, 4, ... GPUs, at any offset that stays in the node). A block of whole nodes may
  * straddle nodes and NVLink domains; the cost model prices the links its groups cross. (One
- * stage on every GPU is a uniform plan and belongs to the uniform part.)
+ * stage on every GPU is a uniform plan and belongs to the uniform part.) With --hierarchy the
+ * space is the two-level one (search_island_stage_ok): blocks of 2^k GPUs inside an island or
+ * of whole islands, TP/CP/EP groups inside an island, in both parts, and two-level's plans only
+ * where they lie in it.
  *
  * The units. Unit 0 is the uniform space, searched exhaustively in prepare (its optimum is
  * also the incumbent every other unit prunes against, so that no unit depends on another's
@@ -44,8 +47,11 @@
  * layer) / N (the sum over stages of GPUs * t_i is at least that, and at most N t_max); b0 is
  * the max stage time of the relaxed DP's plan without a t_max (beyond it the relaxed F no
  * longer falls and the (m - 1) t_max term only grows). A DP solution at t with actual max
- * t' <= t resolves [t', t] (F(t') = F(t)). The unit's bound is the least of its intervals' bounds; the run's
- * bound is the least over units, and the uniform space's own optimum is its exact bound.
+ * t' <= t resolves [t', t] (F(t') = F(t)) when t' is the largest stage time of the plan of
+ * least sum (score_solve). Where splitting cannot raise an interval's bound (F flat on it),
+ * its plans under the target are enumerated and scored (enum_close). The unit's bound is the
+ * least of its intervals' bounds; the run's bound is the least over units, and the uniform
+ * space's own optimum is its exact bound (its compute bound when the time limit cut it).
  * The DP's plans (the best per stage count at each t_max tried) are scored by cm_eval: they
  * are the upper bounds; gap = (best - bound) / bound. Left out of the bound (so only
  * loosening it): the exposed DP reduction of stages after the first, and how much the
@@ -332,9 +338,10 @@ static int add_type(gtab *T, const gtype *g, pp_err *err) {
  * the earlier stays), then the dominated; returns how many are not dominated (-1: no memory).
  * Each type is compared with the undominated so far only (domination is transitive). */
 static int partition_types(gtab *T, int first, int n, pp_err *err) {
-  gtype *t = T->t + first, *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
-  int *keep = malloc((size_t)(n ? n : 1) * sizeof *keep);
-  char *dom = calloc((size_t)(n ? n : 1), 1);
+  if (n == 0) return 0; /* no type (T->t may still be NULL) */
+  gtype *t = T->t + first, *tmp = malloc((size_t)n * sizeof *tmp);
+  int *keep = malloc((size_t)n * sizeof *keep);
+  char *dom = calloc((size_t)n, 1);
   if (!tmp || !keep || !dom) {
     free(tmp), free(keep), free(dom);
     pp_err_set(err, PP_NOMEM, "search: out of memory");

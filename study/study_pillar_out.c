@@ -353,11 +353,15 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
   fprintf(f, "; every figure is in the store %s, table study_cases, with its search "
              "runs). Times are seconds per training iteration from the cost model; \"+x%%\" "
              "is a method's gap to global's lower bound, which no plan of global's space beats "
-             "(global's space holds every plan the other methods return). Two-level runs with "
+             "(global's space holds the uniform space, the two-level space of both islands and "
+             "two-level's plans with global's own options; not what two-level with Alpa's "
+             "defaults or island = domain may place outside its blocks). Two-level runs with "
              "Alpa's defaults (power-of-two sub-meshes of at most 4 nodes, every power of two "
              "where those cannot cover the cluster; full recompute, its ILP weights); "
-             "\"two-level-domain\" makes the whole NVLink domain its fast island. Global stops "
-             "at a gap of %.2f%% to its bound.",
+             "\"two-level-domain\" makes the whole NVLink domain its fast island; "
+             "\"two-level-space\" and \"two-level-space-domain\" are global restricted to the "
+             "two-level space (islands of nodes, of NVLink domains): their gap to global is the "
+             "price of the hierarchy. Global stops at a gap of %.2f%% to its bound.",
           r->db, 100 * r->gap_target);
   int stopped = 0;
   for (int i = 0; i < r->ncases; i++)

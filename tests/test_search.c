@@ -624,6 +624,7 @@ static void brute_force_classes(void) {
     cm_model_destroy(cm);
   }
 }
+
 /* ---- neighbours of global's best ----------------------------------------------------------- */
 
 typedef struct nbr {
