@@ -14,8 +14,8 @@
 #include "podplan/study.h"
 #include "study_int.h"
 
-/* The main grid's six methods in the order of the tables; the ablation's five. */
-/* The tables' rows and columns: the ladder from Alpa as published to global */
+/* The main grid's eight methods in the order of the tables (the ladder from Alpa as published
+ * to global); the ablation's five. */
 static const study__pm main_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LEVEL,
                                     STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_OPEN,
                                     STUDY__PM_SPACE_NODE,       STUDY__PM_SPACE_DOMAIN,
