@@ -332,7 +332,7 @@ static void print_text(const args *a, const spec_model *m, const spec_cluster *c
     printf("lower bound %.4f s; gap %.2f%%; %s\n", r->lower_bound_s, 100 * r->gap,
            r->certified ? "certified (the gap asked is met)"
                         : "not certified (stopped before the gap asked was met)");
-  else if (r->method == SEARCH_GLOBAL)
+  else if (r->method == SEARCH_GLOBAL && r->units_done < r->units)
     printf("no lower bound (stopped before every unit was searched); not certified\n");
   if (r->note[0]) printf("%s\n", r->note);
   if (!r->ntop) {

@@ -429,7 +429,7 @@ static int prepare(cm_model *cm, const search_opts *o, double t0, search__run *r
     return pp_err_set(err, PP_USAGE,
                       "--hierarchy %s: the %d GPUs are one island of %d, so the two-level "
                       "space is the whole space (nothing to compare)",
-                      o->space.hierarchy == SEARCH_HIER_NODE ? "node" : "domain", run->c.gpus,
+                      search_hierarchy_name(o->space.hierarchy), run->c.gpus,
                       search_island_gpus(&o->space, &run->c));
   return run->method->prepare ? run->method->prepare(run, err) : PP_OK;
 }

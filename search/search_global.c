@@ -110,7 +110,7 @@ static int block_sizes(gl_state *s, const spec_cluster *c, pp_err *err) {
     int w = 0, I = s->island;
     for (int z = 0; z < s->nsizes; z++) {
       int S = s->sizes[z];
-      if (S < I ? (S & (S - 1)) == 0 : S % I == 0) s->sizes[w++] = S;
+      if (search_island_block_ok(I, 0, S)) s->sizes[w++] = S;
     }
     s->nsizes = w;
   }
@@ -143,7 +143,9 @@ static int count_cfgs(const search__run *run, int I, int S, int samples, int sp)
       if ((S / tp) % cp) continue;
       int dp = S / tp / cp;
       if (samples % dp || (s->max_mbs && samples / dp > s->max_mbs)) continue;
-      for (int ep = 1; ep <= dp; ep++) /* ep divides dp (valid_cfg) */
+      /* ep divides dp (valid_cfg); the island term is search_island_stage_ok's group rule
+       * on an island-aligned block, counted without listing the block's GPUs */
+      for (int ep = 1; ep <= dp; ep++)
         n += dp % ep == 0 && valid_cfg(run, tp, cp, ep, dp, sp) &&
                      (!I || S < I || (I % (tp * cp) == 0 && I % (tp * ep) == 0))
                  ? rcs
@@ -440,7 +442,7 @@ static int gpu_at(const gl_state *s, const spec_cluster *c, int p) {
 static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d) {
   int gpn = c->gpus_per_node, I = s->island;
   if (d + S > c->gpus) return 0;
-  if (I && (S < I ? d / I != (d + S - 1) / I : d % I != 0)) return 0; /* search_island_stage_ok */
+  if (I && !search_island_block_ok(I, d, S)) return 0;
   if (S < gpn) return s->sub_node && d % gpn + S <= gpn;
   return d % gpn == 0;
 }
@@ -716,7 +718,7 @@ typedef struct gunit {
   double *et, *eb;    /* the enumeration's walk, per stage: its time per microbatch, and the
                          p2p of its boundary to the next stage (times pp_p2p_per_mb) */
   double *ebnd;       /* ... what the DP charged for that boundary (bnd, m times the first) */
-  int *ids;           /* GPU ids 0 .. N - 1 twice (blocks as pointers into it) */
+  int *ids;           /* GPU ids 0 .. N - 1 twice (blocks as pointers into it; p2p_bound) */
 } gunit;
 
 /* Rebuilds the plan of r stages from the DP at the last t_max solved; returns its largest
@@ -814,15 +816,13 @@ static int score_solve(gunit *g, double *Gmin, double *ls_tmax, pp_err *err) {
 typedef struct genum {
   double tmax, a, thr, best; /* thr: min(the target, best) */
   double tail;               /* the first stage's tail term of the plan walked */
-  long plans, leaves, nodes; /* plans scored; plans reached; stages taken */
+  long plans, nodes;         /* plans scored; stages taken */
   int stopped; /* 1: the cap or the time limit cut the walk */
 } genum;
 
 static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, double mx, int n,
                        pp_err *err);
 
-/* One stage of type t (slot's bnd) from (cl, k, p) with c layers, after stages of DP sum acc
- * and largest time mx; recurses into the rest. */
 /* The p2p of the boundary into stage n (n >= 1) as cm_eval prices it, times pp_p2p_per_mb:
  * never less than what the DP charged for it (p2p_bound). */
 static double enum_boundary(const gunit *g, int n) {
@@ -852,7 +852,6 @@ static double enum_leaf_bound(const gunit *g, int n, double tail) {
 
 /* Scores the walked plan of n stages unless its bound (enum_leaf_bound) already passes thr. */
 static int enum_leaf(gunit *g, genum *e, int n, pp_err *err) {
-  e->leaves++;
   if (enum_leaf_bound(g, n, e->tail) > e->thr * (1 + 1e-9)) return PP_OK;
   double real;
   if (score_stages(g, n, &real, err)) return err->code;
@@ -986,11 +985,9 @@ static int dp_alloc(gunit *g, pp_err *err) {
   g->et = malloc((size_t)(D->R + 1) * sizeof *g->et);
   g->eb = malloc((size_t)(D->R + 1) * sizeof *g->eb);
   g->ebnd = malloc((size_t)(D->R + 1) * sizeof *g->ebnd);
-  g->ids = malloc((size_t)2 * (size_t)c->gpus * sizeof *g->ids);
-  for (int i = 0; g->ids && i < 2 * c->gpus; i++) g->ids[i] = i % c->gpus;
   if (!D->G || !D->ty || !D->nk || !D->nc || !D->mrow || !D->dq || !D->dv || !D->lo || !D->hi ||
       !g->st || !D->mid_ix || !D->mid_c || !D->mid_first || !D->mid_n || !g->et || !g->eb ||
-      !g->ebnd || !g->ids)
+      !g->ebnd)
     return pp_err_set(err, PP_NOMEM, "search: out of memory (global DP of %zu cells)", cells);
   return PP_OK;
 }
@@ -1016,12 +1013,9 @@ static int p2p_bound(gunit *g, pp_err *err) {
   const spec_cluster *c = &g->u->run->c;
   double per_mb = cm_model_params(g->u->cm)->pp_p2p_per_mb;
   size_t slots = (size_t)s->nsizes * (size_t)s->period;
-  int *ids = malloc((size_t)2 * c->gpus * sizeof *ids);
+  int *ids = g->ids = malloc((size_t)2 * c->gpus * sizeof *ids); /* kept for the walk */
   g->T.bnd = malloc(slots * sizeof *g->T.bnd);
-  if (!ids || !g->T.bnd) {
-    free(ids);
-    return pp_err_set(err, PP_NOMEM, "search: out of memory");
-  }
+  if (!ids || !g->T.bnd) return pp_err_set(err, PP_NOMEM, "search: out of memory");
   for (int i = 0; i < 2 * c->gpus; i++) ids[i] = i % c->gpus;
   for (int za = 0; za < s->nsizes; za++)
     for (int d = 0; d < s->period && d < c->gpus; d++) {
@@ -1037,7 +1031,6 @@ static int p2p_bound(gunit *g, pp_err *err) {
         }
       g->T.bnd[slot] = best < INFINITY ? per_mb * best : 0;
     }
-  free(ids);
   return PP_OK;
 }
 

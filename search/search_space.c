@@ -235,6 +235,10 @@ static int add_choices(search_uspace *u, const search_space *s, const spec_model
  * tp consecutive ranks; CP and EP: cp or ep ranks stride tp, so tp x cp or tp x ep
  * consecutive ranks) lie inside one island. */
 
+const char *search_hierarchy_name(int h) {
+  return h >= 0 && h < (int)(sizeof w_hier / sizeof w_hier[0]) - 1 ? w_hier[h] : "?";
+}
+
 int search_island_gpus(const search_space *s, const spec_cluster *c) {
   if (s->hierarchy == SEARCH_HIER_NODE) return c->gpus_per_node;
   if (s->hierarchy == SEARCH_HIER_DOMAIN) return c->nvlink.domain_gpus;
@@ -252,6 +256,12 @@ static int chunks_in_island(int I, const int *gpus, int n, int len) {
     for (int j = r + 1; j < r + len && j < n; j++)
       if (gpus[j] / I != gpus[r] / I) return 0;
   return 1;
+}
+
+int search_island_block_ok(int I, int d, int S) {
+  if (I <= 0) return 1;
+  if (S < I) return (S & (S - 1)) == 0 && d / I == (d + S - 1) / I; /* 2^k GPUs of one island */
+  return S % I == 0 && d % I == 0;                                   /* whole islands */
 }
 
 int search_island_stage_ok(int I, const int *gpus, int n, int tp, int cp, int ep) {

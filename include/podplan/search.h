@@ -51,11 +51,16 @@ typedef struct search_space {
  * whole islands (Alpa's sub-mesh shapes, the island in the role of Alpa's host), and its
  * model-parallel groups (TP, CP, EP) inside one island; data parallelism may cross islands. */
 enum { SEARCH_HIER_OFF, SEARCH_HIER_NODE, SEARCH_HIER_DOMAIN };
+/* "off", "node" or "domain" (the option's own words). */
+const char *search_hierarchy_name(int h);
 /* GPUs of one island of the space on cluster c (0: no hierarchy). */
 int search_island_gpus(const search_space *s, const spec_cluster *c);
 /* Whether a stage on the n GPUs gpus[] (in rank order) with tp, cp, ep lies in the two-level
  * space of islands of I GPUs (I = 0: always). */
 int search_island_stage_ok(int I, const int *gpus, int n, int tp, int cp, int ep);
+/* The same for the block of GPUs [d, d + S) without its groups (tp = cp = ep = 1): what a
+ * search that places contiguous blocks checks first. */
+int search_island_block_ok(int I, int d, int S);
 /* 1 when --hierarchy is on and one island holds every GPU of c: the two-level space is then
  * the whole space, and a search asked for it is bad usage (PP_USAGE from search_run). */
 int search_island_single(const search_space *s, const spec_cluster *c);
