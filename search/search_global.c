@@ -19,7 +19,8 @@
  * The units. Unit 0 is the uniform space, searched exhaustively in prepare (its optimum is
  * also the incumbent every other unit prunes against, so that no unit depends on another's
  * timing). Unit 1 holds the plans two-level returns (two_level_unit). Units 2.. are one
- * (microbatch count m, sp, zero) each: a DP on stage costs.
+ * (microbatch count m, sp, zero) each (and one recomputation, with --same-recompute: every
+ * stage then takes that unit's): a DP on stage costs.
  *
  * Why the bound holds. For a non-uniform 1F1B plan of P stages, cm_eval charges
  *     T = sum_i t_i + (m - 1) max_i t_i + p2p + tail,
@@ -78,6 +79,9 @@ typedef struct gl_state {
   double incumbent;          /* the uniform optimum (INFINITY when nothing fits) */
   int *mbcount;              /* microbatch counts searched */
   int nm, sps[2], nsp, zs[2], nz;
+  unsigned rmask[3];         /* recomputation per unit: every allowed value (one mask), or
+                                one value per unit with --same-recompute */
+  int nr;
   int *sizes, nsizes;        /* block sizes in GPUs */
   int sub_node;              /* 1: positions are GPUs; 0: nodes */
   int period;                /* position classes: d mod period */
@@ -134,10 +138,10 @@ static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d);
 
 /* Configurations a block of S GPUs may run (tp, cp, dp, ep, recompute) with `samples`
  * sequences per microbatch: the count the space size multiplies by. */
-static int count_cfgs(const search__run *run, int I, int S, int samples, int sp) {
+static int count_cfgs(const search__run *run, int I, int S, int samples, int sp, unsigned rmask) {
   const search_space *s = &run->o->space;
   int n = 0, rcs = 0;
-  for (int r = 0; r < 3; r++) rcs += (s->recompute >> r) & 1;
+  for (int r = 0; r < 3; r++) rcs += (rmask >> r) & 1;
   for (int tp = 1; tp <= S; tp++)
     for (int cp = 1; S % tp == 0 && cp <= S / tp; cp++) {
       if ((S / tp) % cp) continue;
@@ -157,7 +161,8 @@ static int count_cfgs(const search__run *run, int I, int S, int samples, int sp)
 /* Plans of the non-uniform part for one (microbatch count, sp, ZeRO): paths of stages over
  * layers and positions, each stage a block that fits where it starts, one of its
  * configurations and any layer count (a count, not a search; doubles, it can be huge). */
-static double count_paths(const gl_state *s, const search__run *run, int samples, int sp) {
+static double count_paths(const gl_state *s, const search__run *run, int samples, int sp,
+                          unsigned rmask) {
   const spec_cluster *c = &run->c;
   int K = run->m.layers, P = s->sub_node ? c->gpus : c->gpus / c->gpus_per_node;
   double *cnt = calloc((size_t)(K + 2) * (size_t)(P + 1), sizeof *cnt); /* suffix sums over k */
@@ -167,7 +172,7 @@ static double count_paths(const gl_state *s, const search__run *run, int samples
     return 0;
   }
   for (int z = 0; z < s->nsizes; z++)
-    ncfg[z] = count_cfgs(run, s->island, s->sizes[z], samples, sp);
+    ncfg[z] = count_cfgs(run, s->island, s->sizes[z], samples, sp, rmask);
 #define CNT(k, p) cnt[(size_t)(k) * (size_t)(P + 1) + (size_t)(p)]
   /* CNT(k, p) = plans of the stages from layer k at position p; S(k, p) = sum over k' >= k */
   double *suf = calloc((size_t)(K + 2) * (size_t)(P + 1), sizeof *suf);
@@ -198,7 +203,8 @@ static double count_paths(const gl_state *s, const search__run *run, int samples
   return total;
 }
 
-/* The non-uniform units (microbatch counts, sp and ZeRO) and the size of their space. */
+/* The non-uniform units (microbatch counts, sp, ZeRO and, with --same-recompute, the one
+ * recomputation of every stage) and the size of their space. */
 static int count_nonuniform(gl_state *s, const search__run *run, pp_err *err) {
   const search_space *sp = &run->o->space;
   s->mbcount = malloc((size_t)sp->gbs * sizeof *s->mbcount);
@@ -209,9 +215,14 @@ static int count_nonuniform(gl_state *s, const search__run *run, pp_err *err) {
     if (sp->sp & (1u << v)) s->sps[s->nsp++] = v;
   for (int z = 0; z < 2; z++)
     if (sp->zero & (1u << z)) s->zs[s->nz++] = z;
+  for (int r = 0; r < 3; r++)
+    if (sp->same_recompute && (sp->recompute & (1u << r))) s->rmask[s->nr++] = 1u << r;
+  if (!sp->same_recompute) s->rmask[s->nr++] = sp->recompute;
   for (int i = 0; i < s->nm; i++)
     for (int v = 0; v < s->nsp; v++)
-      s->nonuniform_size += s->nz * count_paths(s, run, sp->gbs / s->mbcount[i], s->sps[v]);
+      for (int r = 0; r < s->nr; r++)
+        s->nonuniform_size +=
+            s->nz * count_paths(s, run, sp->gbs / s->mbcount[i], s->sps[v], s->rmask[r]);
   return PP_OK;
 }
 
@@ -265,7 +276,7 @@ static int nonuniform_on(const search__run *run) {
 static int gl_units(search__run *run, int *n, pp_err *err) {
   (void)err;
   gl_state *s = run->state;
-  *n = 2 + (nonuniform_on(run) ? s->nm * s->nsp * s->nz : 0);
+  *n = 2 + (nonuniform_on(run) ? s->nm * s->nsp * s->nz * s->nr : 0);
   return PP_OK;
 }
 
@@ -376,8 +387,8 @@ static int partition_types(gtab *T, int first, int n, pp_err *err) {
 }
 
 /* The types of block size S starting at GPU d (a representative of its class). */
-static int block_types(search__unit *u, int S, int d, int samples, int sp, int zero, gtab *T,
-                       size_t slot, pp_err *err) {
+static int block_types(search__unit *u, int S, int d, int samples, int sp, int zero,
+                       unsigned rmask, gtab *T, size_t slot, pp_err *err) {
   const search_space *s = &u->run->o->space;
   int *gpus = malloc((size_t)S * sizeof *gpus);
   if (!gpus) return pp_err_set(err, PP_NOMEM, "search: out of memory");
@@ -394,7 +405,7 @@ static int block_types(search__unit *u, int S, int d, int samples, int sp, int z
         if (!search_island_stage_ok(((gl_state *)u->run->state)->island, gpus, S, tp, cp, ep))
           continue;
         for (int r = 0; r < 3 && !rc; r++) {
-          if (!(s->recompute & (1u << r))) continue;
+          if (!(rmask & (1u << r))) continue;
           gtype g = {.size = S};
           g.cfg = (cm_stage_cfg){tp, cp, dp, ep, samples / dp, sp, (spec_recompute)r};
           cm_stage_coef co;
@@ -449,8 +460,8 @@ static int fits_at(const gl_state *s, const spec_cluster *c, int S, int d) {
 
 /* Builds the stage types of every block class; *expired is set (and the table left partial)
  * when the run's time limit passes first. */
-static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, int *expired,
-                       pp_err *err) {
+static int build_types(search__unit *u, int samples, int sp, int zero, unsigned rmask, gtab *T,
+                       int *expired, pp_err *err) {
   gl_state *s = u->run->state;
   size_t slots = (size_t)s->nsizes * (size_t)s->period;
   T->first = malloc(slots * sizeof *T->first);
@@ -470,7 +481,7 @@ static int build_types(search__unit *u, int samples, int sp, int zero, gtab *T, 
         return PP_OK;
       }
       size_t slot = (size_t)z * s->period + (size_t)d;
-      if (block_types(u, S, d, samples, sp, zero, T, slot, err)) return err->code;
+      if (block_types(u, S, d, samples, sp, zero, rmask, T, slot, err)) return err->code;
     }
   return PP_OK;
 }
@@ -1203,6 +1214,13 @@ static int bnb(gunit *g, pp_err *err) {
   return rc;
 }
 
+/* Whether every stage of p recomputes alike (a uniform plan does). */
+static int same_recompute(const spec_plan *p) {
+  for (int i = 1; i < p->nstages; i++)
+    if (p->stages[i].recompute != p->stages[0].recompute) return 0;
+  return 1;
+}
+
 /* Unit 1: the plans two-level returns (Alpa places sub-meshes largest first, not in stage
  * order, and mixes node-sized and smaller blocks the DP's contiguous blocks do not cover),
  * scored by the same cost model: its plans are part of global's space, so global is never
@@ -1226,10 +1244,14 @@ static int two_level_unit(search__unit *u, pp_err *err) {
   u->evaluations = t.evaluations, u->feasible = t.feasible, u->pruned = t.pruned;
   u->complete = t.complete;
   /* with --hierarchy only its plans that lie in the two-level space (Alpa's may place a
-   * stage's sub-mesh across islands of the other kind) */
+   * stage's sub-mesh across islands of the other kind), with --same-recompute only those whose
+   * stages recompute alike */
   u->bound_s = INFINITY;
   for (int i = 0; i < t.top.n && rc != -1; i++) {
-    if (!search_island_plan_ok(&u->run->o->space, &u->run->c, &t.top.e[i].plan)) continue;
+    const spec_plan *p = &t.top.e[i].plan;
+    if (!search_island_plan_ok(&u->run->o->space, &u->run->c, p) ||
+        (u->run->o->space.same_recompute && !same_recompute(p)))
+      continue;
     if (t.top.e[i].cm.iter_time_s < u->bound_s) u->bound_s = t.top.e[i].cm.iter_time_s;
     if (search__top_offer(&u->top, &t.top.e[i].plan, &t.top.e[i].cm, 1, err) < 0) rc = -1;
   }
@@ -1269,13 +1291,15 @@ static int gl_unit(search__unit *u, pp_err *err) {
   if (u->unit == 1) return two_level_unit(u, err);
   int i = u->unit - 2;
   gunit g = {.u = u, .s = s};
+  unsigned rmask = s->rmask[i % s->nr];
+  i /= s->nr;
   g.zero = s->zs[i % s->nz];
   i /= s->nz;
   g.sp = s->sps[i % s->nsp];
   g.m = s->mbcount[i / s->nsp];
   g.samples = u->run->o->space.gbs / g.m;
   int expired = 0;
-  int rc = build_types(u, g.samples, g.sp, g.zero, &g.T, &expired, err);
+  int rc = build_types(u, g.samples, g.sp, g.zero, rmask, &g.T, &expired, err);
   if (!rc && expired) { /* out of time before every stage type was priced */
     u->bound_s = compute_bound(u->run, s);
     u->complete = 0;

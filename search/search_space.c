@@ -57,6 +57,9 @@ static const opt_row rows[] = {
     {{"sp", "LIST", "sequence parallelism allowed: off,on"}, K_LIST, OFF(sp), w_sp},
     {{"uniform-only", NULL, "global: search the uniform space only"}, K_FLAG,
      OFF(uniform_only), NULL},
+    {{"same-recompute", NULL, "global: one recomputation for every stage of a plan (no "
+                              "per-stage recomputation)"},
+     K_FLAG, OFF(same_recompute), NULL},
     {{"hierarchy", "ISLAND", "only plans a two-level decomposition can express, islands = "
                              "off, node or domain (NVLink domain): stages on 2^k GPUs inside "
                              "an island or on whole islands, TP/CP/EP inside an island"},
@@ -154,7 +157,9 @@ void search_space_describe(const search_space *s, char *buf, size_t n) {
     }
   }
   if (s->uniform_only && used < n)
-    snprintf(buf + used, n - used, "%suniform-only", used ? "," : "");
+    used += (size_t)snprintf(buf + used, n - used, "%suniform-only", used ? "," : "");
+  if (s->same_recompute && used < n)
+    snprintf(buf + used, n - used, "%ssame-recompute", used ? "," : "");
 }
 
 /* ---- the uniform space ------------------------------------------------------------------- */

@@ -44,6 +44,8 @@ typedef struct search_space {
   unsigned schedules;    /* bit (1 << spec_schedule) per allowed schedule */
   unsigned sp;           /* bit 0: sequence parallelism off allowed, bit 1: on allowed */
   int uniform_only;      /* global: no non-uniform stages (the uniform space only) */
+  int same_recompute;    /* global: every stage of a plan recomputes alike (no per-stage
+                            recomputation) */
   int hierarchy;         /* SEARCH_HIER_*: the plans a two-level decomposition can express */
 } search_space;
 /* --hierarchy: off (every plan), or the two-level space with islands of whole nodes or of
