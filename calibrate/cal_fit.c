@@ -780,7 +780,21 @@ char *cal_params_json(const cal_result *r) {
   return s;
 }
 
+/* "name=x,..." of the informed parameters, x their value or (sigma) their sigma where it is
+ * positive and finite. */
+static int params_field(const char *json, const char *origin, int sigma, char *buf, size_t n,
+                        pp_err *err);
+
 int cal_params_list(const char *json, const char *origin, char *buf, size_t n, pp_err *err) {
+  return params_field(json, origin, 0, buf, n, err);
+}
+
+int cal_params_sigmas(const char *json, const char *origin, char *buf, size_t n, pp_err *err) {
+  return params_field(json, origin, 1, buf, n, err);
+}
+
+static int params_field(const char *json, const char *origin, int sigma, char *buf, size_t n,
+                        pp_err *err) {
   json_error_t je;
   json_t *o = json_loads(json ? json : "", 0, &je);
   if (!o || !json_is_object(o)) {
@@ -801,7 +815,13 @@ int cal_params_list(const char *json, const char *origin, char *buf, size_t n, p
       break;
     }
     if (!json_is_true(inf)) continue;
-    int k = snprintf(buf + at, n - at, "%s%s=%.17g", at ? "," : "", name, json_number_value(v));
+    double x = json_number_value(v);
+    if (sigma) {
+      json_t *sg = json_object_get(e, "sigma");
+      x = json_is_number(sg) ? json_number_value(sg) : 0;
+      if (!(x > 0 && isfinite(x))) continue;
+    }
+    int k = snprintf(buf + at, n - at, "%s%s=%.17g", at ? "," : "", name, x);
     if (k < 0 || (size_t)k >= n - at) {
       rc = pp_err_set(err, PP_INPUT, "%s: parameters: too many to list", origin);
       break;

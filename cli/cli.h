@@ -75,9 +75,10 @@ int cli_save(const char *db, const spec_model *m, const spec_cluster *c, const s
 int cli_calibration(const char *cmd, const char *sel, const char *db, const spec_cluster *c,
                     cm_params *p, int64_t *id);
 /* The same for a command that spans clusters (study): the calibration (latest: the newest of
- * any cluster) as its cluster's name and a cm_params_apply list of its values. */
+ * any cluster) as its cluster's name, a cm_params_apply list of its values and one of their
+ * sigmas (cal_params_sigmas: its posterior). */
 int cli_calibration_list(const char *cmd, const char *sel, const char *db, char *cluster,
-                         size_t ncluster, char *list, size_t nlist, int64_t *id);
+                         size_t ncluster, char *list, char *sigmas, size_t nlist, int64_t *id);
 /* path as a JSON string, made absolute (the current directory before a relative path; as
  * given when that cannot be read): what a score's breakdown records of a file it wrote
  * ("trace"), so that `podplan report` finds it from anywhere. */

@@ -169,9 +169,9 @@ int cli_calibration(const char *cmd, const char *sel, const char *db, const spec
 }
 
 int cli_calibration_list(const char *cmd, const char *sel, const char *db, char *cluster,
-                         size_t ncluster, char *list, size_t nlist, int64_t *id) {
+                         size_t ncluster, char *list, char *sigmas, size_t nlist, int64_t *id) {
   *id = 0;
-  cluster[0] = list[0] = '\0';
+  cluster[0] = list[0] = sigmas[0] = '\0';
   store_calibration k;
   int got = read_calibration(cmd, sel, db, NULL, &k);
   if (got <= 0) return -got;
@@ -180,6 +180,7 @@ int cli_calibration_list(const char *cmd, const char *sel, const char *db, char 
   char origin[64];
   snprintf(origin, sizeof origin, "calibration %lld", (long long)k.id);
   int rc = cal_params_list(k.params_json, origin, list, nlist, &err);
+  if (!rc) rc = cal_params_sigmas(k.params_json, origin, sigmas, nlist, &err);
   if (!rc) {
     snprintf(cluster, ncluster, "%s", k.cluster_name);
     *id = k.id;

@@ -19,7 +19,7 @@ enum { S_VALIDATE = 1, S_PILLAR = 2, S_CAPACITY = 4, S_ALL = 7 };
 enum {
   O_DB = 256, O_OUT, O_DATA, O_CALIBRATION, O_QUICK, O_GRID, O_FABRICS, O_MODELS, O_SCALES,
   O_TIME_LIMIT, O_GAP, O_THREADS, O_MODEL, O_TOKENS, O_DEADLINE, O_GPUS_MAX, O_CLUSTERS,
-  O_PRICE, O_GBS, O_SIMULATE, O_SIM_MAX_GPUS, O_SIM_TIME_LIMIT, O_HELP
+  O_PRICE, O_GBS, O_SIMULATE, O_SIM_MAX_GPUS, O_SIM_TIME_LIMIT, O_RUNGS, O_PERTURB, O_HELP
 };
 
 /* Every option once: its name, argument, help and the studies that take it. */
@@ -46,6 +46,15 @@ static const struct opt {
     {"fabrics", "LIST", O_FABRICS, S_PILLAR, "pillar: only these fabrics (cluster presets)"},
     {"models", "LIST", O_MODELS, S_PILLAR, "pillar: only these models"},
     {"scales", "LIST", O_SCALES, S_PILLAR, "pillar: only these GPU counts"},
+    {"rungs", "LIST", O_RUNGS, S_PILLAR,
+     "pillar: only these methods of the ladder (megatron, two-level, two-level-domain, "
+     "two-level-open, exhaustive, two-level-space, two-level-space-domain, global-no-cp, "
+     "global-no-ep, global-zero01, global-no-interleaved, global-same-recompute, "
+     "global-uniform, global-tp-in-node; ablation: inter-op-only, intra-op-only); global "
+     "always runs"},
+    {"perturb", "K", O_PERTURB, S_PILLAR,
+     "pillar: judge each case's verdicts under K draws of the cost-model parameters (each "
+     "parameter's error band; a calibration's posterior on its cluster) (default 32)"},
     {"time-limit", "S", O_TIME_LIMIT, S_PILLAR | S_CAPACITY,
      "stop each search after S seconds with its best so far (default 0: none)"},
     {"gap", "G", O_GAP, S_PILLAR | S_CAPACITY,
@@ -151,6 +160,8 @@ static int take(args *a, int id, const char *v) {
   case O_FABRICS: a->p.fabrics = v; return 0;
   case O_MODELS: a->p.models = v; return 0;
   case O_SCALES: a->p.scales = v; return 0;
+  case O_RUNGS: a->p.rungs = v; return 0;
+  case O_PERTURB: return cli_int(CMD, "--perturb", v, 1, 100000, &a->p.perturb);
   case O_TIME_LIMIT:
     if (parse_double("--time-limit", v, 0, &a->p.time_limit_s)) return 2;
     a->k.time_limit_s = a->p.time_limit_s;
@@ -196,7 +207,7 @@ static int parse_args(int argc, char **argv, args *a) {
   longs[NOPTS] = (struct option){NULL, 0, NULL, 0};
   memset(a, 0, sizeof *a);
   a->p.gap = a->k.gap = 0.001;
-  a->p.simulate = a->p.sim_max_gpus = -1;
+  a->p.simulate = a->p.sim_max_gpus = a->p.perturb = -1;
   int first = 1, c, rc, seen[NOPTS] = {0};
   while ((c = cli_getopt(CMD, argc, argv, "h", longs, &first)) != -1) {
     if (c == 'h' || c == O_HELP) {
@@ -300,12 +311,13 @@ int cmd_study(int argc, char **argv) {
   args a;
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc < 0 ? 0 : rc;
-  char cal_cluster[64], cal_list[1024];
+  char cal_cluster[64], cal_list[1024], cal_sigmas[1024];
   int64_t cid = 0;
   /* validate reads a calibration from --db or podplan.db; the others from their store */
   if ((rc = cli_calibration_list(CMD, a.calibration, a.db, cal_cluster, sizeof cal_cluster,
-                                 cal_list, sizeof cal_list, &cid)))
+                                 cal_list, cal_sigmas, sizeof cal_list, &cid)))
     return rc;
+  a.p.calib_sigmas = cal_sigmas;
   static int (*const run[])(args *, const char *, const char *, int64_t) = {
       NULL, run_validate, run_pillar, NULL, run_capacity};
   return run[a.study](&a, cal_cluster, cal_list, cid);

@@ -1226,15 +1226,23 @@ static int same_recompute(const spec_plan *p) {
  * scored by the same cost model: its plans are part of global's space, so global is never
  * worse than two-level, and this unit's bound is its best plan (a finite set, evaluated). */
 static int two_level_unit(search__unit *u, pp_err *err) {
+  u->bound_s = INFINITY;
+  if (u->run->o->space.uniform_only) return PP_OK; /* the uniform space only: not its part */
   search__run sub = *u->run;
   sub.method = &search__two_level;
   sub.state = NULL;
   search__unit t = {.run = &sub, .cm = u->cm, .unit = 1, .complete = 1,
                     .min_excess_gib = INFINITY};
   pp_err e2 = {0};
-  int rc = search__top_init(&t.top, u->run->o->top, err);
-  if (!rc && !(rc = sub.method->prepare(&sub, &e2))) rc = sub.method->unit(&t, &e2);
-  if (sub.method->release) sub.method->release(&sub);
+  char key[256];
+  search__tl_key(u->run->o, key, sizeof key);
+  int hit = 0, rc = search__top_init(&t.top, u->run->o->top, &e2);
+  if (!rc) rc = search__cache_get(u->run->o->cache, key, &t, &hit, &e2);
+  if (!rc && !hit) {
+    if (!(rc = sub.method->prepare(&sub, &e2))) rc = sub.method->unit(&t, &e2);
+    if (sub.method->release) sub.method->release(&sub);
+    if (!rc) rc = search__cache_put(u->run->o->cache, key, &t, &e2);
+  }
   if (rc == PP_NOMEM || rc == PP_INTERNAL) {
     search__top_free(&t.top);
     *err = e2;

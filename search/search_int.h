@@ -39,6 +39,14 @@ typedef struct search__unit {
                                  note is the note of the unit that found its best plan */
 } search__unit;
 
+/* The two-level cache (search_cache.c): the key of what two-level reads of o; a hit (*hit 1)
+ * copies the cached run's best plans and counts into u; a put keeps u's when it was searched
+ * to the end (c NULL: no cache). */
+void search__tl_key(const search_opts *o, char *buf, size_t n);
+int search__cache_get(search_cache *c, const char *key, search__unit *u, int *hit,
+                      pp_err *err);
+int search__cache_put(search_cache *c, const char *key, const search__unit *u, pp_err *err);
+
 /* Scores a resolved plan with the unit's cost model and offers it; counts it. *r (may be
  * NULL) gets the score. */
 int search__eval(search__unit *u, const spec_plan *p, cm_result *r, pp_err *err);

@@ -53,11 +53,23 @@ typedef enum {
   STUDY__PM_SPACE_NODE,       /* global restricted to the two-level space, island = node */
   STUDY__PM_SPACE_DOMAIN,     /* ... island = NVLink domain */
   STUDY__PM_GLOBAL,
+  /* global with one knob removed (what each knob is worth): */
+  STUDY__PM_NO_CP,            /* no context parallelism */
+  STUDY__PM_NO_EP,            /* no expert parallelism (MoE models only) */
+  STUDY__PM_NO_ZERO23,        /* ZeRO 0 or 1 only */
+  STUDY__PM_NO_INTERLEAVED,   /* no interleaved schedule */
+  STUDY__PM_SAME_RECOMPUTE,   /* one recomputation for every stage */
+  STUDY__PM_UNIFORM,          /* uniform plans only: equal stages of one configuration */
+  STUDY__PM_TP_IN_NODE,       /* tensor parallelism inside a node (max-tp = GPUs per node) */
   STUDY__PM_INTER_ONLY,       /* ablation: two-level with one GPU per stage (no intra-op) */
   STUDY__PM_INTRA_ONLY,       /* ablation: two-level with one stage (no inter-op) */
   STUDY__PM_N
 } study__pm;
 extern const char *const study__pm_name[STUDY__PM_N];
+#define STUDY__PM_KNOB_FIRST STUDY__PM_NO_CP
+#define STUDY__PM_KNOB_LAST STUDY__PM_TP_IN_NODE
+/* What a knob rung removes, for the tables ("context parallelism", ...); NULL for the others. */
+const char *study__pm_knob(study__pm m);
 
 /* One method's outcome on one case (stored as the case's JSON). */
 typedef struct study__pres {
@@ -82,6 +94,23 @@ typedef struct study__pres {
   int resumed;            /* read back from the store, not searched in this invocation */
 } study__pres;
 
+/* The verdicts the robustness pass judges per case (study__verdict_text): two-level's
+ * variants within 1%, the hierarchy's price, the winner of the practical methods, then one
+ * per knob rung ("worth more than 1%"). */
+#define STUDY__V_WINNER 5
+#define STUDY__V_KNOB 6
+#define STUDY__NVERDICT (STUDY__V_KNOB + STUDY__PM_KNOB_LAST - STUDY__PM_KNOB_FIRST + 1)
+extern const char *const study__verdict_text[STUDY__NVERDICT];
+
+typedef struct study__robust {
+  int draws;                      /* parameter draws judged (0: not computed) */
+  int nominal[STUDY__NVERDICT];   /* at the nominal parameters: 1 holds, 0 not, -1 n/a */
+  int held[STUDY__NVERDICT];      /* draws in which it holds */
+  int judged[STUDY__NVERDICT];    /* draws in which it applies */
+  int sim_flip[STUDY__NVERDICT];  /* the simulated times decide it the other way */
+  int winner;                     /* the nominal winner (a study__pm), -1: none */
+} study__robust;
+
 typedef struct study__pcase {
   char set[16];           /* quick, full, ablation */
   char fabric[64], model[64];
@@ -89,10 +118,19 @@ typedef struct study__pcase {
   int gpus, gbs;
   char na[256];           /* not on this fabric: why (no method ran) */
   study__pres res[STUDY__PM_N];
+  study__robust rob;
 } study__pcase;
 
 /* The trait of a plan that recomputes less than Alpa's defaults (the open two-level could). */
 #define STUDY__TRAIT_RECOMPUTE "no full recompute (Alpa's defaults recompute every layer)"
+
+/* Re-scores each case's rungs under `draws` draws of the cost-model parameters (the
+ * calibration's posterior on calib_cluster's cases: calib_sigmas "name=sigma,...", else each
+ * parameter's error band) and fills every case's rob (study_pillar_robust.c). */
+struct store;
+int study__pillar_robust(study__pcase *cases, int n, struct store *st, int draws,
+                         const char *calib_cluster, const char *calib_params,
+                         const char *calib_sigmas, pp_err *err);
 
 /* Writes DIR/pillar.csv, pillar.md and the plots; prints the tables to out. */
 typedef struct study__pillar_run {
@@ -105,6 +143,8 @@ typedef struct study__pillar_run {
   int simulate, sim_max_gpus; /* each method's best K simulated on cases up to this many GPUs
                                  (0: every case) */
   double sim_time_limit_s;    /* per simulation (0: none) */
+  int draws;                  /* parameter draws of the robustness pass (0: not made) */
+  int posterior;              /* 1: a calibration's posterior drove some of them */
 } study__pillar_run;
 int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *out, int *plots,
                         pp_err *err);

@@ -21,16 +21,20 @@
 
 const char *const study__pm_name[STUDY__PM_N] = {
     "megatron",        "two-level",   "two-level-domain", "two-level-open", "exhaustive",
-    "two-level-space", "two-level-space-domain", "global", "inter-op-only", "intra-op-only"};
+    "two-level-space", "two-level-space-domain", "global", "global-no-cp", "global-no-ep",
+    "global-zero01",   "global-no-interleaved", "global-same-recompute", "global-uniform",
+    "global-tp-in-node", "inter-op-only", "intra-op-only"};
 
 /* How each method is searched: the search method, two-level's island, and the restrictions
  * of the space: global in the two-level space (--hierarchy node or domain: the hierarchy as a
- * switch on one optimizer), and the ablation (Alpa's inter-op only: one GPU per stage;
- * intra-op only: one stage). */
+ * switch on one optimizer), global with one knob removed (the value "gpus-per-node" stands
+ * for the cluster's), and the ablation (Alpa's inter-op only: one GPU per stage;
+ * intra-op only: one stage). knob: what the rung removes. */
 static const struct pm_def {
   search_method method;
   int island_domain, alpa_defaults;
   const char *opt[2], *val[2];
+  const char *knob;
 } pm_defs[STUDY__PM_N] = {
     {SEARCH_MEGATRON, 0, 0, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_TWO_LEVEL, 0, 1, {NULL, NULL}, {NULL, NULL}},
@@ -40,31 +44,104 @@ static const struct pm_def {
     {SEARCH_GLOBAL, 0, 0, {"hierarchy", NULL}, {"node", NULL}},
     {SEARCH_GLOBAL, 0, 0, {"hierarchy", NULL}, {"domain", NULL}},
     {SEARCH_GLOBAL, 0, 0, {NULL, NULL}, {NULL, NULL}},
+    {SEARCH_GLOBAL, 0, 0, {"no-cp", NULL}, {NULL, NULL}, "context parallelism"},
+    {SEARCH_GLOBAL, 0, 0, {"no-ep", NULL}, {NULL, NULL}, "expert parallelism"},
+    {SEARCH_GLOBAL, 0, 0, {"zero", NULL}, {"0,1", NULL}, "ZeRO-2/3"},
+    {SEARCH_GLOBAL, 0, 0, {"schedules", NULL}, {"gpipe,1f1b", NULL}, "interleaving"},
+    {SEARCH_GLOBAL, 0, 0, {"same-recompute", NULL}, {NULL, NULL}, "per-stage recomputation"},
+    {SEARCH_GLOBAL, 0, 0, {"uniform-only", NULL}, {NULL, NULL},
+     "non-uniform pipelines (uneven stages, per-stage configurations)"},
+    {SEARCH_GLOBAL, 0, 0, {"max-tp", NULL}, {"gpus-per-node", NULL}, "TP across nodes"},
     {SEARCH_TWO_LEVEL, 0, 1, {"max-tp", "max-dp"}, {"1", "1"}},
     {SEARCH_TWO_LEVEL, 0, 1, {"max-pp", NULL}, {"1", NULL}},
 };
 
-/* The methods of a case: the main grid compares six; Alpa's ablation adds its two halves. */
-static int pm_in_set(study__pm m, const char *set) {
+const char *study__pm_knob(study__pm m) { return pm_defs[m].knob; }
+
+static int in_list(const char *list, const char *name);
+
+/* The methods of a case: the main grid's ladder (every method but the ablation's); Alpa's
+ * ablation: Megatron, two-level, its two halves and global; --rungs keeps the named ones
+ * (and global, which every figure is measured against). */
+static int pm_in_set(study__pm m, const char *set, const char *rungs) {
+  if (m != STUDY__PM_GLOBAL && !in_list(rungs, study__pm_name[m])) return 0;
   if (m == STUDY__PM_INTER_ONLY || m == STUDY__PM_INTRA_ONLY) return !strcmp(set, "ablation");
-  if (m == STUDY__PM_TWO_LEVEL_DOMAIN || m == STUDY__PM_TWO_LEVEL_OPEN ||
-      m == STUDY__PM_EXHAUSTIVE || m == STUDY__PM_SPACE_NODE || m == STUDY__PM_SPACE_DOMAIN)
-    return strcmp(set, "ablation") != 0;
-  return 1;
+  if (m == STUDY__PM_MEGATRON || m == STUDY__PM_TWO_LEVEL || m == STUDY__PM_GLOBAL) return 1;
+  return strcmp(set, "ablation") != 0;
 }
 
-/* A two-level-space rung on a case whose cluster is one island (256 GPUs of one NVLink
- * domain): its space is global's, so it is not searched and shows as not run. */
-static int pm_one_island(const spec_cluster *c, study__pm pm, pp_err *err) {
+/* A space option's value on cluster c: "gpus-per-node" is its GPUs per node. */
+static const char *pm_value(const char *v, const spec_cluster *c, char buf[16]) {
+  if (!v || strcmp(v, "gpus-per-node")) return v;
+  snprintf(buf, 16, "%d", c->gpus_per_node);
+  return buf;
+}
+
+/* Applies method pm's space options to s on cluster c. */
+static int pm_space(study__pm pm, const spec_cluster *c, search_space *s, pp_err *err) {
   const struct pm_def *d = &pm_defs[pm];
+  char buf[16];
+  for (int i = 0; i < 2 && d->opt[i]; i++)
+    if (search_space_set(s, d->opt[i], pm_value(d->val[i], c, buf), err)) return err->code;
+  return PP_OK;
+}
+
+/* A rung that would search global's own space on this case is not searched and shows as not
+ * run: the two-level space where one island holds every GPU (256 GPUs of one NVLink domain),
+ * expert parallelism removed from a dense model. */
+static int pm_same_as_global(const spec_model *m, const spec_cluster *c, study__pm pm) {
+  pp_err err = {0};
   search_space s;
   search_space_default(1, &s);
-  for (int i = 0; i < 2 && d->opt[i]; i++)
-    if (search_space_set(&s, d->opt[i], d->val[i], err)) return 0;
-  return search_island_single(&s, c);
+  if (pm_space(pm, c, &s, &err)) return 0;
+  return search_island_single(&s, c) || (pm == STUDY__PM_NO_EP && m->experts == 0);
 }
 
 /* ---- the grid -------------------------------------------------------------------------- */
+
+/* --rungs: every name one of the methods (bad usage otherwise, with the known names). */
+static int check_rungs(const char *rungs, pp_err *err) {
+  if (!rungs) return PP_OK;
+  if (!*rungs) return pp_err_set(err, PP_USAGE, "--rungs: empty list");
+  char known[512] = "";
+  for (int m = 0; m < STUDY__PM_N; m++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", m ? ", " : "",
+             study__pm_name[m]);
+  for (const char *p = rungs; *p;) {
+    const char *e = strchr(p, ',');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    int found = 0;
+    for (int m = 0; m < STUDY__PM_N && !found; m++)
+      found = strlen(study__pm_name[m]) == l && !strncmp(study__pm_name[m], p, l);
+    if (!found)
+      return pp_err_set(err, PP_USAGE, "--rungs: '%.*s' is no rung (%s)", (int)l, p, known);
+    p += l + (e ? 1 : 0);
+  }
+  return PP_OK;
+}
+
+/* A two-level-space rung asked by name where one island holds every GPU of every case of the
+ * grid (its space is global's there): bad usage, named. */
+static int check_rung_islands(const study_pillar_opts *o, const study__pcase *cases, int n,
+                              pp_err *err) {
+  static const study__pm hier[] = {STUDY__PM_SPACE_NODE, STUDY__PM_SPACE_DOMAIN};
+  for (int j = 0; o->rungs && j < 2; j++) {
+    if (!in_list(o->rungs, study__pm_name[hier[j]])) continue;
+    int some = 0;
+    for (int i = 0; i < n && !some; i++) {
+      spec_cluster c;
+      pp_err e2 = {0};
+      search_space s;
+      search_space_default(1, &s);
+      some = spec_cluster_load(cases[i].fabric, cases[i].gpus, &c, &e2) ||
+             pm_space(hier[j], &c, &s, &e2) || !search_island_single(&s, &c);
+    }
+    if (!some)
+      return pp_err_set(err, PP_USAGE, "--rungs: %s: one island holds every GPU of every case "
+                        "asked for (its space is global's)", study__pm_name[hier[j]]);
+  }
+  return PP_OK;
+}
 
 /* 1 when name is in the comma list (NULL: every name). */
 static int in_list(const char *list, const char *name) {
@@ -378,7 +455,8 @@ static int sim_count(const study_pillar_opts *o, const study__pcase *k) {
 }
 
 /* Searches one method on a case through the funnel and fills r (rank 0). */
-static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, const spec_model *m,
+static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, search_cache *tl,
+                     const spec_model *m,
                      const spec_cluster *c, const study__pcase *k, study__pm pm, study__pres *r,
                      pp_err *err) {
   const struct pm_def *d = &pm_defs[pm];
@@ -387,14 +465,14 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, const spec_m
                         .cache = cache, .calib_id = calibrated ? x->o->calib_id : 0,
                         .sim_time_limit_s = x->o->sim_time_limit_s};
   search_opts_default(d->method, k->gbs, &q.o);
-  for (int i = 0; i < 2 && d->opt[i]; i++)
-    if (search_space_set(&q.o.space, d->opt[i], d->val[i], err)) return err->code;
+  if (pm_space(pm, c, &q.o.space, err)) return err->code;
   q.o.top = 3;
   q.o.threads = x->o->threads;
   q.o.time_limit_s = x->o->time_limit_s;
   q.o.gap = x->o->gap;
   q.o.island_domain = d->island_domain;
   q.o.alpa_defaults = d->alpa_defaults;
+  q.o.cache = tl;
   q.o.comm = x->o->comm && x->o->comm->size > 1 ? x->o->comm : NULL;
   study_search_out out;
   int rc = study_search(&q, &out, err);
@@ -445,7 +523,7 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
   spec_cluster c;
   pp_err e2 = {0};
   int nm = 0;
-  for (int pm = 0; pm < STUDY__PM_N; pm++) nm += pm_in_set((study__pm)pm, k->set);
+  for (int pm = 0; pm < STUDY__PM_N; pm++) nm += pm_in_set((study__pm)pm, k->set, x->o->rungs);
   if (spec_model_load(k->model_arg, &m, &e2) || spec_cluster_load(k->fabric, k->gpus, &c, &e2) ||
       spec_pair_validate(&m, &c, &e2)) {
     snprintf(k->na, sizeof k->na, "%.250s", e2.msg);
@@ -460,11 +538,13 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
   cm_model *cm = NULL;
   if (cm_model_create(&m, &c, &prm, &cm, err)) return err->code;
   study_sim_cache *cache = study_sim_cache_new(); /* NULL: each plan simulated every time */
+  search_cache *tl = search_cache_new(); /* global's two-level part, once per case (NULL:
+                                            every time) */
   int rc = PP_OK;
   for (int pm = 0; pm < STUDY__PM_N && !rc; pm++) {
-    if (!pm_in_set((study__pm)pm, k->set)) continue;
+    if (!pm_in_set((study__pm)pm, k->set, x->o->rungs)) continue;
     study__pres *r = &k->res[pm];
-    if (pm_one_island(&c, (study__pm)pm, err)) { /* the rung is the whole space: not run */
+    if (pm_same_as_global(&m, &c, (study__pm)pm)) { /* global's space: not run */
       x->done++;
       continue;
     }
@@ -492,7 +572,7 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
     if ((rc = share_flag(x, &done, err))) break;
     if (!done) {
       double t = now_s();
-      if ((rc = search_pm(x, cm, cache, &m, &c, k, (study__pm)pm, r, err))) break;
+      if ((rc = search_pm(x, cm, cache, tl, &m, &c, k, (study__pm)pm, r, err))) break;
       x->searched++, x->searched_s += now_s() - t;
       if (x->rank0) {
         char *rj = pres_json(r);
@@ -508,6 +588,7 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
     x->done++;
   }
   study_sim_cache_free(cache);
+  search_cache_free(tl);
   cm_model_destroy(cm);
   return rc;
 }
@@ -516,11 +597,18 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
   memset(sum, 0, sizeof *sum);
   study__pcase *cases = NULL;
   int n = 0, rc;
-  if ((rc = load_cases(o, &cases, &n, err))) return rc;
+  if (o->perturb == 0)
+    return pp_err_set(err, PP_USAGE, "--perturb: 0 draws judge nothing (at least 1)");
+  if ((rc = check_rungs(o->rungs, err)) || (rc = load_cases(o, &cases, &n, err)) ||
+      (rc = check_rung_islands(o, cases, n, err))) {
+    free(cases);
+    return rc;
+  }
   prun x = {.o = o, .rank0 = !o->comm || o->comm->rank == 0, .t0 = now_s(),
             .cm_fp = cm_fingerprint()};
   for (int i = 0; i < n; i++)
-    for (int pm = 0; pm < STUDY__PM_N; pm++) x.total += pm_in_set((study__pm)pm, cases[i].set);
+    for (int pm = 0; pm < STUDY__PM_N; pm++)
+      x.total += pm_in_set((study__pm)pm, cases[i].set, o->rungs);
   /* the output folder first: a study that cannot write its answer fails before its work;
    * under mpirun every rank learns whether rank 0 could start */
   if (x.rank0 && o->out_dir) rc = pp_mkdirs(o->out_dir, err);
@@ -542,9 +630,18 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
   }
   sum->searches = x.searched;
   sum->wall_s = now_s() - x.t0;
+  int draws = o->perturb < 0 ? 32 : o->perturb;
+#ifdef PODPLAN_GSL
+  if (!rc && x.rank0)
+    rc = study__pillar_robust(cases, n, x.st, draws, o->calib_cluster, o->calib_params,
+                              o->calib_sigmas, err);
+#else
+  draws = 0; /* no GSL: no generator for the draws */
+#endif
   if (!rc && x.rank0) {
     study__pillar_run run = {cases, n, sum->wall_s, o->quick, o->db, o->gap,
-                             sim_k(o), sim_max(o), o->sim_time_limit_s};
+                             sim_k(o), sim_max(o), o->sim_time_limit_s, draws,
+                             o->calib_cluster && o->calib_sigmas && o->calib_sigmas[0]};
     rc = study__pillar_write(&run, o->out_dir, o->out ? o->out : stdout, &sum->plots, err);
     for (int i = 0; i < n; i++) {
       const study__pcase *k = &cases[i];

@@ -29,6 +29,7 @@ static const study__pm abl_pm[] = {STUDY__PM_MEGATRON, STUDY__PM_INTER_ONLY,
                                    STUDY__PM_INTRA_ONLY, STUDY__PM_TWO_LEVEL, STUDY__PM_GLOBAL};
 #define NMAIN 8
 #define NABL 5
+#define NKNOB (STUDY__PM_KNOB_LAST - STUDY__PM_KNOB_FIRST + 1)
 
 static int is_abl(const study__pcase *k) { return !strcmp(k->set, "ablation"); }
 
@@ -47,6 +48,31 @@ static double vs_global(const study__pcase *k, study__pm m) {
 
 /* ---- the terminal --------------------------------------------------------------------- */
 
+/* A knob's worth on case k: global without it over global (0 when either has no plan or the
+ * rung did not run). */
+static double knob_worth(const study__pcase *k, study__pm m) {
+  double v = vs_global(k, m);
+  return k->res[m].ran && v > 0 ? v - 1 : 0;
+}
+
+/* "context parallelism +2.1%, ZeRO-2/3 +0.0%, ..." for the knob rungs that ran on case k;
+ * 0 when none did. */
+static int knob_line(const study__pcase *k, char *buf, size_t n) {
+  size_t w = 0;
+  buf[0] = '\0';
+  for (int m = STUDY__PM_KNOB_FIRST; m <= STUDY__PM_KNOB_LAST && w < n; m++) {
+    const study__pres *r = &k->res[m];
+    if (!r->ran) continue;
+    if (r->found)
+      w += (size_t)snprintf(buf + w, n - w, "%s%s %+.1f%%", w ? ", " : "",
+                            study__pm_knob((study__pm)m), 100 * knob_worth(k, (study__pm)m));
+    else
+      w += (size_t)snprintf(buf + w, n - w, "%s%s: no plan without it", w ? ", " : "",
+                            study__pm_knob((study__pm)m));
+  }
+  return w > 0;
+}
+
 static void print_case(FILE *f, const study__pcase *k) {
   fprintf(f, "\n%s on %s, %d GPUs, global batch %d", k->model, k->fabric, k->gpus, k->gbs);
   if (k->na[0]) {
@@ -59,8 +85,11 @@ static void print_case(FILE *f, const study__pcase *k) {
             g->complete ? "" : ", stopped early: the time limit or the enumeration cap");
   fprintf(f, "\n  %-22s %10s %10s %6s %9s %11s %9s\n", "method", "iter s", "sim s", "MFU",
           "vs bound", "evaluations", "wall s");
-  const study__pm *pms = is_abl(k) ? abl_pm : main_pm;
+  study__pm pms[STUDY__PM_N];
   int npm = is_abl(k) ? NABL : NMAIN;
+  memcpy(pms, is_abl(k) ? abl_pm : main_pm, (size_t)npm * sizeof *pms);
+  for (int m = STUDY__PM_KNOB_FIRST; !is_abl(k) && m <= STUDY__PM_KNOB_LAST; m++)
+    pms[npm++] = (study__pm)m; /* global with one knob removed */
   for (int i = 0; i < npm; i++) {
     const study__pres *r = &k->res[pms[i]];
     if (!r->ran) continue;
@@ -79,6 +108,8 @@ static void print_case(FILE *f, const study__pcase *k) {
             r->sim_stopped ? "  (a simulation stopped by --sim-time-limit)" : "");
   }
   if (g->found && g->traits[0]) fprintf(f, "  global's best: %s\n", g->traits);
+  char w[512];
+  if (knob_line(k, w, sizeof w)) fprintf(f, "  each knob's worth (global without it): %s\n", w);
 }
 
 /* ---- the conclusion, per fabric --------------------------------------------------------- */
@@ -113,6 +144,12 @@ typedef struct fabric_sum {
   variant_sum v[NVAR];
   double algo[64];         /* two-level open over the two-level space's best (island = node) */
   int nalgo;
+  double alpa[64];         /* two-level with Alpa's defaults over two-level open */
+  int nalpa;
+  double knob[NKNOB][64];  /* global without the knob over global */
+  int nknob[NKNOB];
+  double knob_max[NKNOB];
+  char knob_case[NKNOB][128];
 } fabric_sum;
 
 /* The traits without the recompute one (what the open variant could have done too). */
@@ -130,6 +167,18 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
   s->limited += !k->res[STUDY__PM_GLOBAL].complete;
   const study__pres *open = &k->res[STUDY__PM_TWO_LEVEL_OPEN], *sp = &k->res[STUDY__PM_SPACE_NODE];
   if (open->found && sp->found && s->nalgo < 64) s->algo[s->nalgo++] = open->cm_s / sp->cm_s - 1;
+  const study__pres *alpa = &k->res[STUDY__PM_TWO_LEVEL];
+  if (open->found && alpa->found && s->nalpa < 64) s->alpa[s->nalpa++] = alpa->cm_s / open->cm_s - 1;
+  for (int j = 0; j < NKNOB; j++) {
+    study__pm m = (study__pm)(STUDY__PM_KNOB_FIRST + j);
+    if (!k->res[m].ran || !k->res[m].found || s->nknob[j] >= 64) continue;
+    double w = knob_worth(k, m);
+    s->knob[j][s->nknob[j]++] = w;
+    if (s->nknob[j] == 1 || w > s->knob_max[j]) {
+      s->knob_max[j] = w;
+      snprintf(s->knob_case[j], sizeof s->knob_case[j], "%s x%d", k->model, k->gpus);
+    }
+  }
   for (int v = 0; v < NVAR; v++) {
     double g = study__pillar_gap(k, variants[v]);
     variant_sum *x = &s->v[v];
@@ -206,6 +255,17 @@ static void write_fabric_sentence(FILE *f, const fabric_sum *s) {
                "2/3, interleaving) trails the two-level space's optimum (island = node) by a "
                "median %+.1f%%", 100 * median(s->algo, s->nalgo));
   if (s->limited) fprintf(f, " (global stopped early in %d: its bound is looser there)", s->limited);
+  if (s->nalpa)
+    fprintf(f, "; Alpa's defaults cost a further median %+.1f%% over the open algorithm",
+            100 * median(s->alpa, s->nalpa));
+  int any = 0;
+  for (int j = 0; j < NKNOB; j++) {
+    if (!s->nknob[j]) continue;
+    fprintf(f, "%s %s %+.1f%% (at most %+.1f%%, %s)", any ? "," : ". Removed from global, each "
+            "knob costs a median of", study__pm_knob((study__pm)(STUDY__PM_KNOB_FIRST + j)),
+            100 * median(s->knob[j], s->nknob[j]), 100 * s->knob_max[j], s->knob_case[j]);
+    any = 1;
+  }
   fputs(".\n", f);
 }
 
@@ -331,6 +391,36 @@ static void md_case_table(FILE *f, const study__pillar_run *r, int abl) {
   fputc('\n', f);
 }
 
+/* Per case, what each knob is worth: global without it over global ("-": the rung did not
+ * run, as expert parallelism on a dense model; "none": no plan without it). */
+static void md_knob_table(FILE *f, const study__pillar_run *r) {
+  fprintf(f, "## What each knob is worth\n\nGlobal searched again with one knob removed; "
+             "each cell is that search's best over global's best (cost model), so +0.0%% means "
+             "global's best does not need the knob or an equal plan without it exists.\n\n"
+             "| fabric | model | GPUs |");
+  for (int j = 0; j < NKNOB; j++)
+    fprintf(f, " %s |", study__pm_knob((study__pm)(STUDY__PM_KNOB_FIRST + j)));
+  fprintf(f, "\n|---|---|--:|");
+  for (int j = 0; j < NKNOB; j++) fprintf(f, "--:|");
+  fputc('\n', f);
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (is_abl(k) || k->na[0] || !k->res[STUDY__PM_GLOBAL].found) continue;
+    fprintf(f, "| %s | %s | %d |", k->fabric, k->model, k->gpus);
+    for (int j = 0; j < NKNOB; j++) {
+      study__pm m = (study__pm)(STUDY__PM_KNOB_FIRST + j);
+      if (!k->res[m].ran)
+        fprintf(f, " - |");
+      else if (!k->res[m].found)
+        fprintf(f, " none |");
+      else
+        fprintf(f, " %+.1f%% |", 100 * knob_worth(k, m));
+    }
+    fputc('\n', f);
+  }
+  fputc('\n', f);
+}
+
 static int write_md(const study__pillar_run *r, const char *path, int plots, pp_err *err) {
   FILE *f = fopen(path, "w");
   if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
@@ -382,6 +472,7 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
   write_conclusion(f, r);
   fprintf(f, "## Cases\n\n");
   md_case_table(f, r, 0);
+  md_knob_table(f, r);
   if (nabl) {
     fprintf(f, "## Alpa's ablation on the V100 cluster (p3.16xlarge: 8 V100 per node, 25 Gb/s "
                "between nodes)\n\nInter-op only: one GPU per pipeline stage; intra-op only: one "
@@ -627,6 +718,24 @@ int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *o
       else
         snprintf(c, sizeof c, "-"); /* not run: one island holds every GPU */
       fprintf(out, " %22s", c);
+    }
+    fputc('\n', out);
+  }
+  if (n) {
+    fprintf(out, "\neach knob's worth, per fabric: median (largest) of global without it over "
+                 "global\n%-14s", "fabric");
+    for (int j = 0; j < NKNOB; j++)
+      fprintf(out, " %16s", study__pm_name[STUDY__PM_KNOB_FIRST + j] + 7); /* "global-" */
+    fputc('\n', out);
+  }
+  for (int i = 0; i < n; i++) {
+    fprintf(out, "%-14s", fs[i].fabric);
+    for (int j = 0; j < NKNOB; j++) {
+      char c[40] = "-";
+      if (fs[i].nknob[j])
+        snprintf(c, sizeof c, "%+.1f%% (%+.1f%%)", 100 * median(fs[i].knob[j], fs[i].nknob[j]),
+                 100 * fs[i].knob_max[j]);
+      fprintf(out, " %16s", c);
     }
     fputc('\n', out);
   }

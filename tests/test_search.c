@@ -694,6 +694,45 @@ static void same_recompute(void) {
   }
 }
 
+/* The two-level cache: global searches sharing one (the plain space, then the two-level
+ * space, then ZeRO 0/1 only: the same two-level part each time) find the same best plans,
+ * bounds and evaluation counts as the same searches without it. Runs global searches on a
+ * random mid-size instance. */
+static void two_level_cache(void) {
+  spec_model m;
+  spec_cluster c;
+  rs = 77;
+  mid_instance(10, 4, 2, 4, &m, &c);
+  pp_err err = {0};
+  cm_model *cm = NULL;
+  CHECK(spec_cluster_validate(&c, &err) == PP_OK && cm_model_create(&m, &c, NULL, &cm, &err) == PP_OK);
+  if (!cm) return;
+  search_cache *cache = search_cache_new();
+  CHECK(cache != NULL);
+  static const char *const opt[3][2] = {{NULL, NULL}, {"hierarchy", "node"}, {"zero", "0,1"}};
+  for (int i = 0; i < 3; i++) {
+    search_opts o;
+    search_opts_default(SEARCH_GLOBAL, 8, &o);
+    restricted_space(8, &o.space);
+    if (opt[i][0]) CHECK(search_space_set(&o.space, opt[i][0], opt[i][1], &err) == PP_OK);
+    o.threads = 2, o.gap = 0, o.top = 5;
+    search_result a, b;
+    CHECK(search_run(cm, &o, &a, &err) == PP_OK);
+    o.cache = cache;
+    CHECK(search_run(cm, &o, &b, &err) == PP_OK);
+    printf("two-level cache %d: %.6g s (%lld evaluations) without, %.6g s (%lld) with\n", i,
+           a.best_s, a.evaluations, b.best_s, b.evaluations);
+    CHECK(a.ntop == b.ntop && a.best_s == b.best_s && a.lower_bound_s == b.lower_bound_s);
+    CHECK_EQ(a.evaluations, b.evaluations);
+    for (int k = 0; k < a.ntop && k < b.ntop; k++)
+      CHECK(a.top[k].cm.iter_time_s == b.top[k].cm.iter_time_s);
+    search_result_clear(&a);
+    search_result_clear(&b);
+  }
+  search_cache_free(cache);
+  cm_model_destroy(cm);
+}
+
 /* ---- neighbours of global's best ----------------------------------------------------------- */
 
 typedef struct nbr {
@@ -925,6 +964,7 @@ int main(void) {
   island_rule();
   brute_force_classes();
   same_recompute();
+  two_level_cache();
   neighbour_property();
   hierarchy_inside();
   torus_period();

@@ -121,6 +121,9 @@ char *cal_params_json(const cal_result *r);
 int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err *err);
 /* The same values as a cm_params_apply list ("name=value,...") in buf[n]. */
 int cal_params_list(const char *json, const char *origin, char *buf, size_t n, pp_err *err);
+/* The same list with each informed parameter's sigma (its posterior's standard deviation)
+ * instead of its value; parameters without a positive finite sigma are left out. */
+int cal_params_sigmas(const char *json, const char *origin, char *buf, size_t n, pp_err *err);
 
 /* A stored measurement (row id `id`) as an observation on cluster c: 1, or 0 with the reason
  * it is left out in *why (another kind, a CPU measurement on a GPU cluster, a run's collective

@@ -180,6 +180,15 @@ typedef struct search_comm {
   void *ctx;
 } search_comm;
 
+/* A cache of the two-level runs global makes (its unit 1: two-level with global's options),
+ * for a caller that runs several global searches on one cost model (the pillar study's rungs:
+ * the hierarchy on, a knob removed): a run whose two-level part reads the options alike takes
+ * the cached one's plans instead of running two-level again. One cache per cost model (the
+ * same model, cluster and parameters); not for searches that run at the same time. */
+typedef struct search_cache search_cache;
+search_cache *search_cache_new(void);
+void search_cache_free(search_cache *c);
+
 typedef struct search_opts {
   search_method method;
   search_space space;
@@ -193,7 +202,8 @@ typedef struct search_opts {
   int alpa_defaults;     /* Alpa's GPT benchmark settings (power-of-two sub-meshes, recompute,
                             its alpha-beta weights in the ILP) */
   int layer_clusters;    /* layers clustered for the inter-op DP; 0: Alpa's default */
-  /* sharding, resuming, progress (all optional) */
+  /* sharding, resuming, progress, the two-level cache (all optional) */
+  search_cache *cache;
   const search_comm *comm;
   const unsigned char *units_done;   /* [units]: 1 = done in an earlier run; skipped */
   size_t nunits_done;

@@ -270,6 +270,8 @@ typedef struct study_pillar_opts {
   int quick;                 /* the rows of set quick only (3 fabrics x 2 models x 256 GPUs) */
   const char *grid;          /* a grid CSV (set,fabric,model,gpus,gbs); NULL: the built-in */
   const char *fabrics, *models, *scales; /* comma lists restricting the grid; NULL: all */
+  const char *rungs;         /* comma list of methods (study pillar -h lists them); NULL: the
+                                whole ladder; global is always run */
   const char *db;            /* the store (created when missing) */
   const char *out_dir;       /* NULL: no files */
   FILE *out;                 /* the tables; NULL: stdout */
@@ -281,9 +283,12 @@ typedef struct study_pillar_opts {
   int sim_max_gpus;          /* cases on more GPUs are not simulated (SimGrid of thousands of
                                 GPUs takes minutes per plan); < 0: 1024; 0: no limit */
   double sim_time_limit_s;   /* > 0: a plan simulated longer keeps its cost-model time */
-  /* a calibration: the cases on the fabric named calib_cluster take its values */
-  const char *calib_cluster, *calib_params;
+  /* a calibration: the cases on the fabric named calib_cluster take its values; the draws
+   * take its fitted parameters' sigmas ("name=sigma,...": its posterior) */
+  const char *calib_cluster, *calib_params, *calib_sigmas;
   long long calib_id;
+  int perturb;               /* draws of the cost-model parameters each case's verdicts are
+                                judged under; < 0: 32 (0 is bad usage: PP_USAGE) */
   const search_comm *comm;   /* under mpirun: searches sharded; rank 0 stores and writes */
 } study_pillar_opts;
 
