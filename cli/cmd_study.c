@@ -86,7 +86,8 @@ static const struct opt {
 static void print_usage(void) {
   fputs("usage: podplan study validate [--data F] [--db F] [--out DIR] [--calibration SEL]\n"
         "       podplan study pillar [--quick] [--fabrics L] [--models L] [--scales L]\n"
-        "                            [--db F] [--out DIR] [--calibration SEL] [--time-limit S]\n"
+        "                            [--rungs L] [--perturb K] [--db F] [--out DIR]\n"
+        "                            [--calibration SEL] [--time-limit S]\n"
         "       podplan study capacity --model M --tokens T [--deadline D] [--gpus-max N]\n"
         "                            [--clusters L] [--price-per-gpu-hour P] [--db F] [--out DIR]\n"
         "\n"
@@ -95,13 +96,15 @@ static void print_usage(void) {
         "             published iteration time, MAPE per source and per set (target, holdout),\n"
         "             Kendall's tau per set of runs of one model, and whether every\n"
         "             published configuration fits (the tightest headroom)\n"
-        "  pillar     where Alpa's two-level search still finds the best plan, fabric by fabric:\n"
-        "             megatron, two-level (island = node, and = NVLink domain), exhaustive and\n"
-        "             global on every case of the grid, each one's best 3 (--quick: 1)\n"
-        "             simulated; the gap to global's lower bound, what global's best does\n"
-        "             that two-level cannot, and Alpa's ablation on the V100 cluster. Cases\n"
-        "             already in the store are skipped (a killed study resumes); under mpirun\n"
-        "             the searches are sharded\n"
+        "  pillar     what Alpa's two-level hierarchy costs, fabric by fabric: on every case\n"
+        "             of the grid a ladder of searches, each one's best 3 (--quick: 1)\n"
+        "             simulated: megatron, two-level (Alpa's defaults, island = node and =\n"
+        "             NVLink domain; open), exhaustive, global restricted to the two-level\n"
+        "             space (island = node, = domain: the price of the hierarchy), global,\n"
+        "             and global with one knob removed (what each knob is worth); the\n"
+        "             verdicts re-judged under --perturb draws of the cost-model parameters;\n"
+        "             Alpa's ablation on the V100 cluster. Cases already in the store are\n"
+        "             skipped (a killed study resumes); under mpirun the searches are sharded\n"
         "  capacity   cluster sizing: the best plan per fabric and GPU count, time and cost to\n"
         "             train T tokens, the smallest cluster per fabric that meets the deadline\n"
         "\n",
@@ -287,6 +290,9 @@ static int run_pillar(args *a, const char *cal_cluster, const char *cal_list, in
         printf("; largest gap to global's best +%.1f%% (%s)", 100 * sum.max_gap[v],
                sum.max_gap_case[v]);
     }
+    if (sum.draws)
+      printf("\nverdicts under %d parameter draws: %d of %d robust (>= 90%% of the draws agree), "
+             "%d unresolved", sum.draws, sum.robust, sum.verdicts, sum.verdicts - sum.robust);
     printf("\n");
   }
   be_job_finalize();

@@ -1,8 +1,8 @@
-/* The cache of the two-level runs global makes (search.h): global's unit 1 is two-level with
- * global's options, and the pillar study's rungs (global with the hierarchy on, a knob
- * removed) ask two-level the same question again on the same cost model. An entry is keyed by
- * what two-level reads of the options (search__tl_key) and holds the run's best plans and its
- * counts; only runs searched to the end are kept. */
+/* The cache of two-level runs (search.h): global's unit 1 is two-level with global's options,
+ * and the pillar study's rungs (two-level open, global with the hierarchy on, a knob removed)
+ * ask two-level the same question again on the same cost model. An entry is keyed by what
+ * two-level reads of the options (search__tl_key) and holds the unit's best plans, counts,
+ * note and why; only units searched to the end are kept. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,8 @@ typedef struct tl_entry {
   char key[256];
   search__top top;
   long long evaluations, feasible, pruned;
+  char why[256], note[512];
+  double min_excess_gib;
 } tl_entry;
 
 struct search_cache {
@@ -38,11 +40,11 @@ void search__tl_key(const search_opts *o, char *buf, size_t n) {
            s->zero & 3u, one_f1b, o->alpa_defaults, o->island_domain, o->layer_clusters, o->top);
 }
 
-/* Copies the best plans of src into dst (initialised to src's k). */
-static int top_copy(search__top *dst, const search__top *src, pp_err *err) {
+/* Copies the best plans of src into dst (initialised to src's k), found by unit `unit`. */
+static int top_copy(search__top *dst, const search__top *src, int unit, pp_err *err) {
   if (search__top_init(dst, src->k, err)) return err->code;
   for (int i = 0; i < src->n; i++)
-    if (search__top_offer(dst, &src->e[i].plan, &src->e[i].cm, src->e[i].unit, err) < 0) {
+    if (search__top_offer(dst, &src->e[i].plan, &src->e[i].cm, unit, err) < 0) {
       search__top_free(dst);
       return err->code;
     }
@@ -55,9 +57,12 @@ int search__cache_get(search_cache *c, const char *key, search__unit *u, int *hi
   for (int i = 0; c && i < c->n; i++) {
     if (strcmp(c->e[i].key, key)) continue;
     search__top_free(&u->top);
-    if (top_copy(&u->top, &c->e[i].top, err)) return err->code;
+    if (top_copy(&u->top, &c->e[i].top, u->unit, err)) return err->code;
     u->evaluations = c->e[i].evaluations, u->feasible = c->e[i].feasible;
     u->pruned = c->e[i].pruned, u->complete = 1;
+    u->min_excess_gib = c->e[i].min_excess_gib;
+    memcpy(u->why, c->e[i].why, sizeof u->why);
+    memcpy(u->note, c->e[i].note, sizeof u->note);
     *hit = 1;
     return PP_OK;
   }
@@ -75,8 +80,11 @@ int search__cache_put(search_cache *c, const char *key, const search__unit *u, p
   tl_entry *x = &c->e[c->n];
   memset(x, 0, sizeof *x);
   snprintf(x->key, sizeof x->key, "%s", key);
-  if (top_copy(&x->top, &u->top, err)) return err->code;
+  if (top_copy(&x->top, &u->top, 0, err)) return err->code;
   x->evaluations = u->evaluations, x->feasible = u->feasible, x->pruned = u->pruned;
+  x->min_excess_gib = u->min_excess_gib;
+  memcpy(x->why, u->why, sizeof x->why);
+  memcpy(x->note, u->note, sizeof x->note);
   c->n++;
   return PP_OK;
 }

@@ -821,7 +821,7 @@ static int score_solve(gunit *g, double *Gmin, double *ls_tmax, pp_err *err) {
  * every term exact but the tail (enum_leaf_bound) is below thr. At most ENUM_PLANS plans
  * scored and ENUM_NODES stages taken per interval: past that the interval keeps its DP bound
  * and the unit says it did not complete. */
-#define ENUM_PLANS 20000
+#define ENUM_PLANS 5000
 #define ENUM_NODES (50 * ENUM_PLANS)
 
 typedef struct genum {
@@ -1234,15 +1234,9 @@ static int two_level_unit(search__unit *u, pp_err *err) {
   search__unit t = {.run = &sub, .cm = u->cm, .unit = 1, .complete = 1,
                     .min_excess_gib = INFINITY};
   pp_err e2 = {0};
-  char key[256];
-  search__tl_key(u->run->o, key, sizeof key);
-  int hit = 0, rc = search__top_init(&t.top, u->run->o->top, &e2);
-  if (!rc) rc = search__cache_get(u->run->o->cache, key, &t, &hit, &e2);
-  if (!rc && !hit) {
-    if (!(rc = sub.method->prepare(&sub, &e2))) rc = sub.method->unit(&t, &e2);
-    if (sub.method->release) sub.method->release(&sub);
-    if (!rc) rc = search__cache_put(u->run->o->cache, key, &t, &e2);
-  }
+  int rc = search__top_init(&t.top, u->run->o->top, &e2);
+  if (!rc && !(rc = sub.method->prepare(&sub, &e2))) rc = sub.method->unit(&t, &e2);
+  if (sub.method->release) sub.method->release(&sub);
   if (rc == PP_NOMEM || rc == PP_INTERNAL) {
     search__top_free(&t.top);
     *err = e2;

@@ -657,7 +657,21 @@ static void make_note(const tl_state *st, const tl_pass *p, const tl_counts *k, 
   (void)len;
 }
 
+static int tl_search(search__unit *u, pp_err *err);
+
+/* The unit, through the caller's cache (search_cache): a search that asks two-level what an
+ * earlier one on the same cost model asked (global's unit 1 of each rung) takes its answer. */
 static int tl_unit(search__unit *u, pp_err *err) {
+  char key[256];
+  int hit = 0;
+  search__tl_key(u->run->o, key, sizeof key);
+  if (search__cache_get(u->run->o->cache, key, u, &hit, err)) return err->code;
+  if (hit) return PP_OK;
+  if (tl_search(u, err)) return err->code;
+  return search__cache_put(u->run->o->cache, key, u, err);
+}
+
+static int tl_search(search__unit *u, pp_err *err) {
   search__run *run = u->run;
   const tl_state *st = run->state;
   const search_opts *o = run->o;

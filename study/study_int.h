@@ -92,6 +92,8 @@ typedef struct study__pres {
   char plan[512];         /* the best plan (cost model), briefly */
   char traits[512];       /* global: what its best plan does that two-level cannot */
   int resumed;            /* read back from the store, not searched in this invocation */
+  int copied;             /* a domain rung where the NVLink domain is the node: the node
+                             rung's search (not stored apart) */
 } study__pres;
 
 /* The verdicts the robustness pass judges per case (study__verdict_text): two-level's
@@ -101,6 +103,8 @@ typedef struct study__pres {
 #define STUDY__V_KNOB 6
 #define STUDY__NVERDICT (STUDY__V_KNOB + STUDY__PM_KNOB_LAST - STUDY__PM_KNOB_FIRST + 1)
 extern const char *const study__verdict_text[STUDY__NVERDICT];
+extern const char *const study__verdict_short[STUDY__NVERDICT]; /* table headers */
+
 
 typedef struct study__robust {
   int draws;                      /* parameter draws judged (0: not computed) */
@@ -120,6 +124,10 @@ typedef struct study__pcase {
   study__pres res[STUDY__PM_N];
   study__robust rob;
 } study__pcase;
+/* Verdict v on case k: -1 n/a (or no draws), 0 robustly false, 1 robustly true (the nominal
+ * verdict holds in >= 90% of the draws that judged it), 2 unresolved; *frac the share of
+ * draws in which it holds. */
+int study__verdict(const study__pcase *k, int v, double *frac);
 
 /* The trait of a plan that recomputes less than Alpa's defaults (the open two-level could). */
 #define STUDY__TRAIT_RECOMPUTE "no full recompute (Alpa's defaults recompute every layer)"

@@ -97,6 +97,15 @@ static int pm_same_as_global(const spec_model *m, const spec_cluster *c, study__
   return search_island_single(&s, c) || (pm == STUDY__PM_NO_EP && m->experts == 0);
 }
 
+/* A rung whose island is the NVLink domain on a cluster whose domain is its node (DGX, the V100
+ * and TPU clusters): the same search as its node rung (returned), which it copies. */
+static study__pm pm_domain_is_node(const spec_cluster *c, study__pm pm) {
+  if (c->nvlink.domain_gpus > c->gpus_per_node) return pm;
+  return pm == STUDY__PM_TWO_LEVEL_DOMAIN ? STUDY__PM_TWO_LEVEL
+         : pm == STUDY__PM_SPACE_DOMAIN   ? STUDY__PM_SPACE_NODE
+                                          : pm;
+}
+
 /* ---- the grid -------------------------------------------------------------------------- */
 
 /* --rungs: every name one of the methods (bad usage otherwise, with the known names). */
@@ -548,6 +557,13 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
       x->done++;
       continue;
     }
+    study__pm same = pm_domain_is_node(&c, (study__pm)pm);
+    if ((int)same != pm && k->res[same].ran) { /* the node rung's search, copied */
+      *r = k->res[same];
+      r->copied = 1;
+      x->done++;
+      continue;
+    }
     char key[2048], cur[256];
     case_key(x, k, (study__pm)pm, key, sizeof key);
     snprintf(cur, sizeof cur, "%s on %s x%d: %s", k->model, k->fabric, k->gpus,
@@ -643,6 +659,14 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
                              sim_k(o), sim_max(o), o->sim_time_limit_s, draws,
                              o->calib_cluster && o->calib_sigmas && o->calib_sigmas[0]};
     rc = study__pillar_write(&run, o->out_dir, o->out ? o->out : stdout, &sum->plots, err);
+    sum->draws = draws;
+    for (int i = 0; i < n; i++)
+      for (int v = 0; v < STUDY__NVERDICT; v++) {
+        double frac;
+        int s = study__verdict(&cases[i], v, &frac);
+        sum->verdicts += s >= 0;
+        sum->robust += s == 0 || s == 1;
+      }
     for (int i = 0; i < n; i++) {
       const study__pcase *k = &cases[i];
       if (k->na[0] || !strcmp(k->set, "ablation") || study__pillar_gap(k, STUDY__PM_GLOBAL) < 0)

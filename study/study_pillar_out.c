@@ -46,7 +46,67 @@ static double vs_global(const study__pcase *k, study__pm m) {
   return r->cm_s / g->cm_s;
 }
 
+/* ---- the verdicts the robustness pass judges (study_pillar_robust.c) ------------------- */
+
+const char *const study__verdict_text[STUDY__NVERDICT] = {
+    "two-level (Alpa's defaults) within 1% of global",
+    "two-level open within 1% of global",
+    "the hierarchy (island = node) costs at most 1%",
+    "the hierarchy (island = node) costs more than 5%",
+    "the hierarchy (island = NVLink domain) costs at most 1%",
+    "the nominal winner of Megatron and two-level stays the winner",
+    "context parallelism is worth more than 1%",
+    "expert parallelism is worth more than 1%",
+    "ZeRO-2/3 is worth more than 1%",
+    "interleaving is worth more than 1%",
+    "per-stage recomputation is worth more than 1%",
+    "non-uniform pipelines are worth more than 1%",
+    "TP across nodes is worth more than 1%",
+};
+
+const char *const study__verdict_short[STUDY__NVERDICT] = {
+    "Alpa <=1%", "open <=1%", "hierarchy <=1% (node)", "hierarchy >5% (node)",
+    "hierarchy <=1% (domain)", "winner", "cp >1%", "ep >1%", "ZeRO-2/3 >1%",
+    "interleaving >1%", "per-stage recompute >1%", "non-uniform >1%", "TP across nodes >1%",
+};
+
+int study__verdict(const study__pcase *k, int v, double *frac) {
+  const study__robust *r = &k->rob;
+  *frac = 0;
+  if (!r->draws || r->nominal[v] < 0 || !r->judged[v]) return -1;
+  *frac = (double)r->held[v] / r->judged[v];
+  double agree = r->nominal[v] ? *frac : 1 - *frac;
+  return agree >= 0.9 ? r->nominal[v] : 2;
+}
+
 /* ---- the terminal --------------------------------------------------------------------- */
+
+/* "yes (97%)", "no (3%)", "unresolved (56%)": the nominal verdict and the share of draws in
+ * which it holds; "sim: no" where the simulated times decide it the other way. */
+static void verdict_cell(const study__pcase *k, int v, char *buf, size_t n) {
+  double frac;
+  int s = study__verdict(k, v, &frac);
+  static const char *const word[3] = {"no", "yes", "unresolved"};
+  if (s < 0) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  snprintf(buf, n, "%s (%.0f%%)%s", word[s], 100 * frac,
+           k->rob.sim_flip[v] ? (k->rob.nominal[v] ? ", sim: no" : ", sim: yes") : "");
+}
+
+static void print_verdicts(FILE *f, const study__pcase *k) {
+  if (!k->rob.draws) return;
+  fprintf(f, "  verdicts under %d draws of the parameters (share of draws in which each holds):",
+          k->rob.draws);
+  for (int v = 0; v < STUDY__NVERDICT; v++) {
+    char c[64];
+    verdict_cell(k, v, c, sizeof c);
+    if (strcmp(c, "-")) fprintf(f, "\n    %-58s %s", study__verdict_text[v], c);
+  }
+  if (k->rob.winner >= 0) fprintf(f, "\n    (the nominal winner: %s)", study__pm_name[k->rob.winner]);
+  fputc('\n', f);
+}
 
 /* A knob's worth on case k: global without it over global (0 when either has no plan or the
  * rung did not run). */
@@ -110,6 +170,7 @@ static void print_case(FILE *f, const study__pcase *k) {
   if (g->found && g->traits[0]) fprintf(f, "  global's best: %s\n", g->traits);
   char w[512];
   if (knob_line(k, w, sizeof w)) fprintf(f, "  each knob's worth (global without it): %s\n", w);
+  print_verdicts(f, k);
 }
 
 /* ---- the conclusion, per fabric --------------------------------------------------------- */
@@ -150,6 +211,10 @@ typedef struct fabric_sum {
   int nknob[NKNOB];
   double knob_max[NKNOB];
   char knob_case[NKNOB][128];
+  int robust[STUDY__NVERDICT][2]; /* cases where the verdict is robustly false, true */
+  int unresolved[STUDY__NVERDICT];
+  int sim_flips;                  /* verdicts the simulator decides the other way */
+  char open_cases[1024];          /* the unresolved ones: "case: verdict (x%)" */
 } fabric_sum;
 
 /* The traits without the recompute one (what the open variant could have done too). */
@@ -169,6 +234,18 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
   if (open->found && sp->found && s->nalgo < 64) s->algo[s->nalgo++] = open->cm_s / sp->cm_s - 1;
   const study__pres *alpa = &k->res[STUDY__PM_TWO_LEVEL];
   if (open->found && alpa->found && s->nalpa < 64) s->alpa[s->nalpa++] = alpa->cm_s / open->cm_s - 1;
+  for (int v = 0; v < STUDY__NVERDICT; v++) {
+    double frac;
+    int st = study__verdict(k, v, &frac);
+    s->sim_flips += st >= 0 && k->rob.sim_flip[v];
+    if (st == 0 || st == 1) s->robust[v][st]++;
+    if (st != 2) continue;
+    s->unresolved[v]++;
+    size_t w = strlen(s->open_cases);
+    if (w + 2 < sizeof s->open_cases)
+      snprintf(s->open_cases + w, sizeof s->open_cases - w, "%s%s x%d: %s (%.0f%%)",
+               w ? "; " : "", k->model, k->gpus, study__verdict_text[v], 100 * frac);
+  }
   for (int j = 0; j < NKNOB; j++) {
     study__pm m = (study__pm)(STUDY__PM_KNOB_FIRST + j);
     if (!k->res[m].ran || !k->res[m].found || s->nknob[j] >= 64) continue;
@@ -269,6 +346,37 @@ static void write_fabric_sentence(FILE *f, const fabric_sum *s) {
   fputs(".\n", f);
 }
 
+/* Per fabric, the verdicts that hold in >= 90% of the draws (each with its cases) and the
+ * unresolved ones, named. */
+static void write_robust_sentences(FILE *f, const study__pillar_run *r, const fabric_sum *fs,
+                                   int n) {
+  fprintf(f, "Verdicts under %d draws of the cost-model parameters (%s): a verdict is robust "
+             "where the nominal one holds in at least 90%% of the draws, unresolved otherwise "
+             "([Robustness](#robustness) has every case).\n\n",
+          r->draws, r->posterior ? "a calibration's posterior on its cluster, each parameter's "
+                                   "error band elsewhere" : "each parameter's error band");
+  static const char *const word[2] = {"not ", ""};
+  for (int i = 0; i < n; i++) {
+    const fabric_sum *s = &fs[i];
+    fprintf(f, "- **%s**, robust:", s->fabric);
+    int any = 0;
+    for (int v = 0; v < STUDY__NVERDICT; v++)
+      for (int y = 1; y >= 0; y--)
+        if (s->robust[v][y]) {
+          fprintf(f, "%s %s%s in %d of %d", any ? ";" : "", word[y], study__verdict_text[v],
+                  s->robust[v][y], s->compared);
+          any = 1;
+        }
+    if (!any) fputs(" none", f);
+    fprintf(f, ". Unresolved: %s", s->open_cases[0] ? s->open_cases : "none");
+    if (s->sim_flips)
+      fprintf(f, ". The simulator decides %d verdict%s the other way (marked \"sim\" below)",
+              s->sim_flips, s->sim_flips == 1 ? "" : "s");
+    fputs(".\n", f);
+  }
+  fputc('\n', f);
+}
+
 /* The conclusion: per fabric, a row per two-level variant (how often it is within 1% of
  * global's best and certified within 1% of the optimum, its largest gap and what global's
  * best does there), then one sentence on the split itself (the open variant). */
@@ -305,6 +413,7 @@ static void write_conclusion(FILE *f, const study__pillar_run *r) {
   fputc('\n', f);
   for (int i = 0; i < n; i++) write_fabric_sentence(f, &fs[i]);
   fputc('\n', f);
+  if (r->draws) write_robust_sentences(f, r, fs, n);
 }
 
 /* ---- CSV and markdown --------------------------------------------------------------------- */
@@ -421,6 +530,35 @@ static void md_knob_table(FILE *f, const study__pillar_run *r) {
   fputc('\n', f);
 }
 
+/* Per case, each verdict: the nominal one, the share of draws in which it holds and what the
+ * simulator says where it differs. */
+static void md_robust_table(FILE *f, const study__pillar_run *r) {
+  fprintf(f, "## Robustness\n\nEach case's rungs (their best 3 plans) re-scored under %d draws "
+             "of the cost-model parameters; a cell is the verdict at the nominal parameters, "
+             "\"unresolved\" where fewer than 90%% of the draws agree with it, and the share of "
+             "draws in which it holds. \"sim\": the simulated best plans decide it the other "
+             "way.\n\n| fabric | model | GPUs |", r->draws);
+  for (int v = 0; v < STUDY__NVERDICT; v++) fprintf(f, " %s |", study__verdict_short[v]);
+  fprintf(f, "\n|---|---|--:|");
+  for (int v = 0; v < STUDY__NVERDICT; v++) fprintf(f, "---|");
+  fputc('\n', f);
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (!k->rob.draws) continue;
+    fprintf(f, "| %s | %s | %d |", k->fabric, k->model, k->gpus);
+    for (int v = 0; v < STUDY__NVERDICT; v++) {
+      char c[64];
+      verdict_cell(k, v, c, sizeof c);
+      if (v == STUDY__V_WINNER && k->rob.winner >= 0 && strcmp(c, "-"))
+        fprintf(f, " %s: %s |", study__pm_name[k->rob.winner], c);
+      else
+        fprintf(f, " %s |", c);
+    }
+    fputc('\n', f);
+  }
+  fputc('\n', f);
+}
+
 static int write_md(const study__pillar_run *r, const char *path, int plots, pp_err *err) {
   FILE *f = fopen(path, "w");
   if (!f) return pp_err_set(err, PP_IO, "%s: cannot write: %s", path, strerror(errno));
@@ -430,7 +568,7 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
     nabl += is_abl(&r->cases[i]);
     for (int pm = 0; pm < STUDY__PM_N; pm++) {
       const study__pres *x = &r->cases[i].res[pm];
-      if (!x->ran) continue;
+      if (!x->ran || x->copied) continue;
       searches++, search_s += x->wall_s, read_back += x->resumed;
     }
   }
@@ -451,7 +589,9 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
              "\"two-level-domain\" makes the whole NVLink domain its fast island; "
              "\"two-level-space\" and \"two-level-space-domain\" are global restricted to the "
              "two-level space (islands of nodes, of NVLink domains): their gap to global is the "
-             "price of the hierarchy. Global stops at a gap of %.2f%% to its bound.",
+             "price of the hierarchy; where the NVLink domain is the node, the domain rungs are "
+             "the node rungs' searches. The \"global-\" rungs are global with one knob removed. "
+             "Global stops at a gap of %.2f%% to its bound.",
           r->db, 100 * r->gap_target);
   int stopped = 0;
   for (int i = 0; i < r->ncases; i++)
@@ -473,6 +613,7 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
   fprintf(f, "## Cases\n\n");
   md_case_table(f, r, 0);
   md_knob_table(f, r);
+  if (r->draws) md_robust_table(f, r);
   if (nabl) {
     fprintf(f, "## Alpa's ablation on the V100 cluster (p3.16xlarge: 8 V100 per node, 25 Gb/s "
                "between nodes)\n\nInter-op only: one GPU per pipeline stage; intra-op only: one "

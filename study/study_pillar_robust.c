@@ -47,22 +47,6 @@ static const struct band {
 };
 #define NBANDS (sizeof bands / sizeof bands[0])
 
-const char *const study__verdict_text[STUDY__NVERDICT] = {
-    "two-level (Alpa's defaults) within 1% of global",
-    "two-level open within 1% of global",
-    "the hierarchy (island = node) costs at most 1%",
-    "the hierarchy (island = node) costs more than 5%",
-    "the hierarchy (island = NVLink domain) costs at most 1%",
-    "the nominal winner of Megatron and two-level stays the winner",
-    "context parallelism is worth more than 1%",
-    "expert parallelism is worth more than 1%",
-    "ZeRO-2/3 is worth more than 1%",
-    "interleaving is worth more than 1%",
-    "per-stage recomputation is worth more than 1%",
-    "non-uniform pipelines are worth more than 1%",
-    "TP across nodes is worth more than 1%",
-};
-
 /* The rungs whose spaces lie in global's: the least of them is global's time in a draw. */
 static int in_global(study__pm m) {
   return m == STUDY__PM_GLOBAL || m == STUDY__PM_SPACE_NODE || m == STUDY__PM_SPACE_DOMAIN ||

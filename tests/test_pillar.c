@@ -24,8 +24,13 @@
  *  - test_pillar PODPLAN MPIEXEC (ctest test_pillar_mpi; exit 77, skipped, when MPIEXEC is not
  *    there): the dgx-a100 case under mpirun -n 2, sharded, gives the same study cases as one
  *    process;
+ *  - the ladder's knob rungs (two of them, --rungs): the CSV rows match `podplan search` with
+ *    the rung's option (--same-recompute, --max-tp 8); pillar.md has the knob table, the
+ *    robustness sentences per fabric and the robustness table, which a rerun that reads every
+ *    case back writes again identically (the draws are seeded per case);
  *  - bad input: an unknown fabric in --fabrics, model in --models or scale in --scales, an
- *    option of another study, a grid with a bad set: exit 2, one line naming it, nothing
+ *    unknown rung, a two-level-space-domain rung where one domain holds every GPU, --perturb 0,
+ *    an option of another study, a grid with a bad set: exit 2, one line naming it, nothing
  *    stored; an --out under a file: exit 1 before any work (the store it names is not made).
  *  - --out out/pillar/tiny is made with its missing parents. */
 #include <jansson.h>
@@ -50,6 +55,12 @@ static const char *podplan;
 #define MODEL_CSV \
   "\"{\"\"name\"\":\"\"gpt-tiny\"\",\"\"layers\"\":8,\"\"hidden\"\":1024,\"\"heads\"\":16," \
   "\"\"seq_len\"\":1024,\"\"vocab\"\":51200}\""
+/* The ladder with two of its knob rungs (per-stage recomputation: a search option of its own;
+ * TP across nodes: max-tp from the cluster's GPUs per node), so that the sanitizer build's
+ * run stays in minutes; --rungs keeps these (global always runs). */
+#define RUNGS                                                                                 \
+  "megatron,two-level,two-level-domain,two-level-open,exhaustive,two-level-space,"            \
+  "two-level-space-domain,global-same-recompute,global-tp-in-node,inter-op-only,intra-op-only"
 static const char grid[] = "set,fabric,model,gpus,gbs\n"
                            "full,dgx-a100," MODEL_CSV ",16,64\n"
                            "full,h100-nvl256," MODEL_CSV ",16,64\n"
@@ -67,6 +78,8 @@ static const struct {
     {"two-level-space", "global", {"--gap", "0.01", "--hierarchy", "node", NULL}},
     {"two-level-space-domain", "global", {"--gap", "0.01", "--hierarchy", "domain", NULL}},
     {"global", "global", {"--gap", "0.01", NULL}},
+    {"global-same-recompute", "global", {"--gap", "0.01", "--same-recompute", NULL}},
+    {"global-tp-in-node", "global", {"--gap", "0.01", "--max-tp", "8", NULL}},
     {"inter-op-only", "two-level", {"--alpa-defaults", "--max-tp", "1", NULL}},
     {"intra-op-only", "two-level", {"--alpa-defaults", "--max-pp", "1", NULL}},
 };
@@ -121,9 +134,9 @@ static void check_csv(const char *out, const char *tmp) {
   study__csv c;
   pp_err err = {0};
   CHECK_EQ(study__csv_parse(text, len, path, &c, &err), PP_OK);
-  /* 8 methods per main case but two-level-space-domain on h100-nvl256 (its 16 GPUs are one
+  /* 10 methods per main case but two-level-space-domain on h100-nvl256 (its 16 GPUs are one
    * NVLink domain: the rung is the whole space and is not run), 5 for the ablation */
-  CHECK_EQ(c.nrows, 2 * 8 - 1 + 5);
+  CHECK_EQ(c.nrows, 2 * 10 - 1 + 5);
   int cf = col(&c, "fabric"), cg = col(&c, "gpus"), cm = col(&c, "method"),
       ct = col(&c, "iter_cm_s"), cb = col(&c, "lower_bound_s"), cs = col(&c, "iter_sim_s");
   char *db = tu_path(tmp, "direct.db");
@@ -149,9 +162,21 @@ static void check_csv(const char *out, const char *tmp) {
   free(path);
 }
 
+/* A copy of the markdown from heading h to the next heading (NULL: not there). */
+static char *section(const char *md, const char *h) {
+  const char *a = strstr(md, h);
+  if (!a) return NULL;
+  const char *b = strstr(a + strlen(h), "\n## ");
+  size_t n = b ? (size_t)(b - a) : strlen(a);
+  char *s = malloc(n + 1);
+  if (s) memcpy(s, a, n), s[n] = '\0';
+  return s;
+}
+
 static tu_run study(const char *gridp, const char *db, const char *out, const char *extra) {
   char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
-                  "--out", (char *)out, "--simulate", "1", "--gap", "0.01", (char *)extra, NULL};
+                  "--out", (char *)out, "--simulate", "1", "--gap", "0.01", "--rungs", RUNGS,
+                  (char *)extra, NULL};
   tu_run r;
   tu_exec(argv, &r);
   return r;
@@ -165,7 +190,7 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
   char *out = tu_path(tmp, "out-stopped");
   char *a[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
                "--out", out, "--simulate", "1", "--gap", "0.01", "--sim-time-limit", "0.001",
-               "--fabrics", "dgx-a100", NULL};
+               "--fabrics", "dgx-a100", "--rungs", RUNGS, NULL};
   tu_run r;
   tu_exec(a, &r);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
@@ -173,7 +198,7 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
   CHECK_CONTAINS(r.out, "0 read back from");
   CHECK_CONTAINS(r.out, "a simulation stopped by --sim-time-limit");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 22 + 8);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 24 + 8);
   char *path = tu_path(out, "pillar.csv");
   size_t len = 0;
   char *text = tu_read(path, &len);
@@ -216,6 +241,23 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
     CHECK_EQ(tu_lines(r.err), 1);
     tu_run_free(&r);
   }
+  /* an unknown rung, the two-level space of NVLink domains where one domain holds every GPU
+   * of every case asked for, no draws: one line naming the option, exit 2 */
+  static const char *const rung[][5] = {
+      {"--rungs", "global,bogus", NULL, NULL, "--rungs: 'bogus' is no rung"},
+      {"--rungs", "two-level-space-domain", "--fabrics", "h100-nvl256",
+       "--rungs: two-level-space-domain: one island holds every GPU of every case"},
+      {"--perturb", "0", NULL, NULL, "--perturb"}};
+  for (int i = 0; i < 3; i++) {
+    char *a[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", (char *)db,
+                 (char *)rung[i][0], (char *)rung[i][1], (char *)rung[i][2], (char *)rung[i][3],
+                 NULL};
+    tu_exec(a, &r);
+    CHECK_EQ(r.status, 2);
+    CHECK_CONTAINS(r.err, rung[i][4]);
+    CHECK_EQ(tu_lines(r.err), 1);
+    tu_run_free(&r);
+  }
   char *a2[] = {(char *)podplan, "study", "pillar", "--tokens", "5", "--db", (char *)db, NULL};
   tu_exec(a2, &r);
   CHECK_EQ(r.status, 2);
@@ -252,8 +294,8 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
 static const struct {
   const char *fabric;
   int methods;
-} cases[] = {{"dgx-a100", 6}, {"h100-nvl256", 6}, {"p3.16xlarge", 5}};
-#define PAIRS 20
+} cases[] = {{"dgx-a100", 8}, {"h100-nvl256", 9}, {"p3.16xlarge", 5}};
+#define PAIRS 22
 
 /* The cases with every (case, method) stored: what a rerun reads back whole. */
 static int whole_cases(const char *db) {
@@ -272,7 +314,7 @@ static int whole_cases(const char *db) {
 static void killed(const char *gridp, const char *tmp, const char *ref) {
   long long stored = 0;
   char *argv[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", NULL,
-                  "--simulate", "1", "--gap", "0.01", NULL};
+                  "--simulate", "1", "--gap", "0.01", "--rungs", RUNGS, NULL};
   char *db = tu_study_kill(argv, 6, tmp, PAIRS, &stored);
   CHECK(db != NULL); /* no try killed the study mid-way */
   if (!db) return;
@@ -313,7 +355,7 @@ static int sharded(const char *mpiexec, const char *gridp, const char *tmp) {
        *out2 = tu_path(tmp, "out-mpi");
   char *argv1[] = {(char *)podplan, "study", "pillar", "--grid", (char *)gridp, "--db", one,
                    "--fabrics", "dgx-a100", "--threads", "1", "--simulate", "1", "--gap", "0.01",
-                   NULL};
+                   "--rungs", RUNGS, NULL};
   tu_run r;
   CHECK_EQ(tu_exec(argv1, &r), 0);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
@@ -322,7 +364,7 @@ static int sharded(const char *mpiexec, const char *gridp, const char *tmp) {
   char *argv[] = {(char *)mpiexec, "-n", "2", "--oversubscribe", (char *)podplan, "study",
                   "pillar", "--grid", (char *)gridp, "--db", db, "--out", out2,
                   "--fabrics", "dgx-a100", "--threads", "1", "--simulate", "1", "--gap", "0.01",
-                  NULL};
+                  "--rungs", RUNGS, NULL};
   CHECK_EQ(tu_exec(argv, &r), 0);
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
   CHECK_EQ(r.status, 0);
@@ -356,13 +398,16 @@ int main(int argc, char **argv) {
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
   CHECK_EQ(r.status, 0);
   CHECK_CONTAINS(r.out, "3 cases (0 not on their fabric, 0 read back");
-  CHECK_CONTAINS(r.out, "20 searches run");
+  CHECK_CONTAINS(r.out, "22 searches run");
+  CHECK_CONTAINS(r.out, "verdicts under 32 parameter draws: ");
+  CHECK_CONTAINS(r.out, "verdicts under 32 draws of the parameters");
+  CHECK_CONTAINS(r.out, "each knob's worth (global without it): per-stage recomputation ");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'pillar'"), 20);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 20);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'pillar'"), 22);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 22);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim'") > 0, 1);
   check_csv(out, tmp);
-  char *mdp = tu_path(out, "pillar.md"), *md = tu_read(mdp, NULL);
+  char *mdp = tu_path(out, "pillar.md"), *md = tu_read(mdp, NULL), *rob1 = NULL;
   free(mdp);
   CHECK(md != NULL);
   if (md) {
@@ -374,8 +419,16 @@ int main(int argc, char **argv) {
     CHECK_CONTAINS(md, "- **dgx-a100**: the hierarchy itself (global restricted to the "
                        "two-level space) costs a median ");
     /* the header counts the searches; this first run read none back */
-    CHECK_CONTAINS(md, "(3 cases, 20 searches of ");
+    CHECK_CONTAINS(md, "(3 cases, 22 searches of ");
     CHECK(!strstr(md, "back from the store"));
+    /* the knob rungs' table and the robustness pass: its sentences and its table */
+    CHECK_CONTAINS(md, "## What each knob is worth");
+    CHECK_CONTAINS(md, "| dgx-a100 | gpt-tiny | 16 | - | - | - | - |");
+    CHECK_CONTAINS(md, "Verdicts under 32 draws of the cost-model parameters (each parameter's "
+                       "error band)");
+    CHECK_CONTAINS(md, "- **dgx-a100**, robust:");
+    CHECK_CONTAINS(md, "## Robustness");
+    rob1 = section(md, "## Robustness");
     CHECK_CONTAINS(md, "**dgx-a100**");
     CHECK_CONTAINS(md, "**h100-nvl256**");
     CHECK_CONTAINS(md, "(pillar-gap.png)");
@@ -399,12 +452,16 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "0 searches run");
   tu_run_free(&r);
   mdp = tu_path(out, "pillar.md"), md = tu_read(mdp, NULL);
-  CHECK(md && strstr(md, "(3 cases, 20 searches of ") &&
-        strstr(md, "and read 20 of the searches back from the store"));
+  CHECK(md && strstr(md, "(3 cases, 22 searches of ") &&
+        strstr(md, "and read 22 of the searches back from the store"));
+  /* the draws are seeded by the case: read back, the same fractions */
+  char *rob2 = md ? section(md, "## Robustness") : NULL;
+  CHECK(rob1 && rob2 && !strcmp(rob1, rob2));
+  free(rob1), free(rob2);
   free(md), free(mdp);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 20);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 22);
   /* one (case, method) lost, as when a study is killed: that one alone is searched */
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 20);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 22);
   sqlite3 *h = NULL;
   CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
   CHECK_EQ(sqlite3_exec(h, "DELETE FROM study_cases WHERE case_key LIKE "
@@ -417,11 +474,11 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "2 read back from");
   CHECK_CONTAINS(r.out, "1 searches run");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 21);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 23);
   /* every case is stored under the cost model's fingerprint, the simulated ones also under the
    * simulator's revision; one stored by another version of the model (another fingerprint) is
    * not read back but searched again */
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;cm=%'"), 20);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;cm=%'"), 22);
   CHECK(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;sim=%'") > 0);
   CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
   CHECK_EQ(sqlite3_exec(h, "UPDATE study_cases SET case_key = replace(case_key, ';cm=', ';cm=0') "
@@ -435,7 +492,7 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "2 read back from");
   CHECK_CONTAINS(r.out, "1 searches run");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 22);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 24);
   sim_stopped(gridp, db, tmp);
   bad_input(gridp, db, tmp);
   tu_rmtree(tmp);

@@ -695,9 +695,9 @@ static void same_recompute(void) {
 }
 
 /* The two-level cache: global searches sharing one (the plain space, then the two-level
- * space, then ZeRO 0/1 only: the same two-level part each time) find the same best plans,
- * bounds and evaluation counts as the same searches without it. Runs global searches on a
- * random mid-size instance. */
+ * space, then ZeRO 0/1 only: the same two-level part each time), and two-level itself after
+ * them, find the same best plans, bounds and evaluation counts as the same searches without
+ * it. Runs global and two-level searches on a random mid-size instance. */
 static void two_level_cache(void) {
   spec_model m;
   spec_cluster c;
@@ -729,6 +729,19 @@ static void two_level_cache(void) {
     search_result_clear(&a);
     search_result_clear(&b);
   }
+  /* two-level itself, after the globals filled the cache with its run: the same answer */
+  search_opts o;
+  search_opts_default(SEARCH_TWO_LEVEL, 8, &o);
+  restricted_space(8, &o.space);
+  o.threads = 2, o.top = 5;
+  search_result a, b;
+  CHECK(search_run(cm, &o, &a, &err) == PP_OK);
+  o.cache = cache;
+  CHECK(search_run(cm, &o, &b, &err) == PP_OK);
+  CHECK(a.ntop > 0 && a.ntop == b.ntop && a.best_s == b.best_s);
+  CHECK_EQ(a.evaluations, b.evaluations);
+  search_result_clear(&a);
+  search_result_clear(&b);
   search_cache_free(cache);
   cm_model_destroy(cm);
 }

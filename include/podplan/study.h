@@ -309,6 +309,9 @@ typedef struct study_pillar_summary {
   double max_gap[STUDY_PILLAR_NV];     /* the largest gap to global's best */
   char max_gap_case[STUDY_PILLAR_NV][160];
   int plots;                 /* plot files written (PNG and SVG count apart) */
+  int draws;                 /* parameter draws each case's verdicts were judged under */
+  int verdicts, robust;      /* verdicts judged; of them robust (>= 90% of the draws agree
+                                with the nominal one); the rest are unresolved */
   double wall_s;
 } study_pillar_summary;
 int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *err);
