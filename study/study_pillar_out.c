@@ -338,9 +338,11 @@ static void write_fabric_sentence(FILE *f, const fabric_sum *s) {
   int any = 0;
   for (int j = 0; j < NKNOB; j++) {
     if (!s->nknob[j]) continue;
-    fprintf(f, "%s %s %+.1f%% (at most %+.1f%%, %s)", any ? "," : ". Removed from global, each "
-            "knob costs a median of", study__pm_knob((study__pm)(STUDY__PM_KNOB_FIRST + j)),
-            100 * median(s->knob[j], s->nknob[j]), 100 * s->knob_max[j], s->knob_case[j]);
+    fprintf(f, "%s %s %+.1f%%", any ? "," : ". Removed from global, each knob costs a median of",
+            study__pm_knob((study__pm)(STUDY__PM_KNOB_FIRST + j)),
+            100 * median(s->knob[j], s->nknob[j]));
+    if (s->knob_max[j] >= 0.0005) /* the largest, with its case, where it is not nothing */
+      fprintf(f, " (at most %+.1f%%, %s)", 100 * s->knob_max[j], s->knob_case[j]);
     any = 1;
   }
   fputs(".\n", f);
@@ -355,19 +357,20 @@ static void write_robust_sentences(FILE *f, const study__pillar_run *r, const fa
              "([Robustness](#robustness) has every case).\n\n",
           r->draws, r->posterior ? "a calibration's posterior on its cluster, each parameter's "
                                    "error band elsewhere" : "each parameter's error band");
-  static const char *const word[2] = {"not ", ""};
+  static const char *const head[2] = {". Robustly false:", "- **%s**: robustly true:"};
   for (int i = 0; i < n; i++) {
     const fabric_sum *s = &fs[i];
-    fprintf(f, "- **%s**, robust:", s->fabric);
-    int any = 0;
-    for (int v = 0; v < STUDY__NVERDICT; v++)
-      for (int y = 1; y >= 0; y--)
+    for (int y = 1; y >= 0; y--) {
+      fprintf(f, head[y], s->fabric);
+      int any = 0;
+      for (int v = 0; v < STUDY__NVERDICT; v++)
         if (s->robust[v][y]) {
-          fprintf(f, "%s %s%s in %d of %d", any ? ";" : "", word[y], study__verdict_text[v],
-                  s->robust[v][y], s->compared);
+          fprintf(f, "%s %s (%d of %d)", any ? ";" : "", study__verdict_text[v], s->robust[v][y],
+                  s->compared);
           any = 1;
         }
-    if (!any) fputs(" none", f);
+      if (!any) fputs(" none", f);
+    }
     fprintf(f, ". Unresolved: %s", s->open_cases[0] ? s->open_cases : "none");
     if (s->sim_flips)
       fprintf(f, ". The simulator decides %d verdict%s the other way (marked \"sim\" below)",

@@ -426,7 +426,8 @@ int main(int argc, char **argv) {
     CHECK_CONTAINS(md, "| dgx-a100 | gpt-tiny | 16 | - | - | - | - |");
     CHECK_CONTAINS(md, "Verdicts under 32 draws of the cost-model parameters (each parameter's "
                        "error band)");
-    CHECK_CONTAINS(md, "- **dgx-a100**, robust:");
+    CHECK_CONTAINS(md, "- **dgx-a100**: robustly true:");
+    CHECK_CONTAINS(md, ". Robustly false:");
     CHECK_CONTAINS(md, "## Robustness");
     rob1 = section(md, "## Robustness");
     CHECK_CONTAINS(md, "**dgx-a100**");
