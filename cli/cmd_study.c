@@ -17,7 +17,7 @@ static const char *const CMD = "study";
 enum { S_VALIDATE = 1, S_PILLAR = 2, S_CAPACITY = 4, S_ALL = 7 };
 
 enum {
-  O_DB = 256, O_OUT, O_DATA, O_CALIBRATION, O_QUICK, O_GRID, O_FABRICS, O_MODELS, O_SCALES,
+  O_DB = 256, O_OUT, O_DATA, O_CALIBRATION, O_QUICK, O_LARGE, O_GRID, O_FABRICS, O_MODELS, O_SCALES,
   O_TIME_LIMIT, O_GAP, O_THREADS, O_MODEL, O_TOKENS, O_DEADLINE, O_GPUS_MAX, O_CLUSTERS,
   O_PRICE, O_GBS, O_SIMULATE, O_SIM_MAX_GPUS, O_SIM_TIME_LIMIT, O_RUNGS, O_PERTURB, O_HELP
 };
@@ -40,6 +40,9 @@ static const struct opt {
      "published_runs.csv; its README lists the columns)"},
     {"quick", NULL, O_QUICK, S_PILLAR,
      "pillar: 3 fabrics x 2 models x 256 GPUs (the rows of set quick)"},
+    {"large", NULL, O_LARGE, S_PILLAR,
+     "pillar: also the rows of set large (8192 GPUs; one global search there takes about a "
+     "minute, a case's ladder about ten)"},
     {"grid", "F", O_GRID, S_PILLAR,
      "pillar: a grid CSV (set,fabric,model,gpus,gbs) instead of the built-in "
      "benchmarks/data/pillar_grid.csv"},
@@ -85,7 +88,7 @@ static const struct opt {
 
 static void print_usage(void) {
   fputs("usage: podplan study validate [--data F] [--db F] [--out DIR] [--calibration SEL]\n"
-        "       podplan study pillar [--quick] [--fabrics L] [--models L] [--scales L]\n"
+        "       podplan study pillar [--quick | --large] [--fabrics L] [--models L] [--scales L]\n"
         "                            [--rungs L] [--perturb K] [--db F] [--out DIR]\n"
         "                            [--calibration SEL] [--time-limit S]\n"
         "       podplan study capacity --model M --tokens T [--deadline D] [--gpus-max N]\n"
@@ -159,6 +162,7 @@ static int take(args *a, int id, const char *v) {
   case O_CALIBRATION: a->calibration = v; return 0;
   case O_DATA: a->v.data = v; return 0;
   case O_QUICK: a->p.quick = 1; return 0;
+  case O_LARGE: a->p.large = 1; return 0;
   case O_GRID: a->p.grid = v; return 0;
   case O_FABRICS: a->p.fabrics = v; return 0;
   case O_MODELS: a->p.models = v; return 0;

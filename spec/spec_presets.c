@@ -49,6 +49,10 @@ static const struct {
     {{"mixtral-8x7b", 32, 4096, 32, 8, 14336, SWIGLU, 4096, 32000, 8, 2, BF16, 0},
      "Mixtral 8x7B: Jiang et al. 2024 Table 1 (8 experts, top-2; 46.7B total, 12.9B active); "
      "trained here at seq 4096 as Megatron-Core's Mixtral recipes do (the model's window is 32k)"},
+    {{"mixtral-8x22b", 56, 6144, 48, 8, 16384, SWIGLU, 4096, 32768, 8, 2, BF16, 0},
+     "Mixtral 8x22B: Mistral AI, April 2024, HF config.json (56 layers, hidden 6144, 48/8 "
+     "heads, FFN 16384, 8 experts top-2, vocab 32768; 141B total, 39B active); trained here at "
+     "seq 4096 as the 8x7B"},
     /* Alpa's GPT benchmark shapes (Zheng et al. OSDI'22 Table 4; alpa-projects/alpa
      * benchmark/alpa/suite_manual_gpt.py gpt_specs: seq 1024, hidden, layers, heads, vocab
      * 51200), trained in fp16 on V100s */

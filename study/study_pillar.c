@@ -227,8 +227,9 @@ static int parse_int_field(const char *v, const char *origin, int row, const cha
   return PP_OK;
 }
 
-/* The cases of the grid this study runs: quick: the rows of set quick; otherwise every row
- * (quick, full and ablation); then the --fabrics/--models/--scales lists. */
+/* The cases of the grid this study runs: quick: the rows of set quick; otherwise the rows of
+ * sets quick, full and ablation, and with --large those of set large too; then the
+ * --fabrics/--models/--scales lists. */
 static int load_cases(const study_pillar_opts *o, study__pcase **out, int *n, pp_err *err) {
   study__csv g;
   const char *origin = o->grid ? o->grid : "pillar_grid.csv (built in)";
@@ -248,12 +249,15 @@ static int load_cases(const study_pillar_opts *o, study__pcase **out, int *n, pp
   *n = 0;
   for (int r = 0; !rc && r < g.nrows; r++) {
     char **f = g.rows[r];
-    if (strcmp(f[cs], "quick") && strcmp(f[cs], "full") && strcmp(f[cs], "ablation")) {
-      rc = pp_err_set(err, PP_INPUT, "%s: row %d: set: '%s' is not quick, full or ablation",
-                      origin, r + 2, f[cs]);
+    if (strcmp(f[cs], "quick") && strcmp(f[cs], "full") && strcmp(f[cs], "ablation") &&
+        strcmp(f[cs], "large")) {
+      rc = pp_err_set(err, PP_INPUT,
+                      "%s: row %d: set: '%s' is not quick, full, large or ablation", origin,
+                      r + 2, f[cs]);
       break;
     }
-    if (o->quick && strcmp(f[cs], "quick")) continue;
+    if ((o->quick && strcmp(f[cs], "quick")) || (!o->large && !strcmp(f[cs], "large")))
+      continue;
     study__pcase *k = &(*out)[*n];
     memset(k, 0, sizeof *k);
     if ((rc = parse_int_field(f[cg], origin, r, "gpus", &k->gpus, err)) ||

@@ -533,6 +533,70 @@ static void md_knob_table(FILE *f, const study__pillar_run *r) {
   fputc('\n', f);
 }
 
+/* The case of the same model, GPUs and batch on fabric f (NULL: none with a global plan). */
+static const study__pcase *twin(const study__pillar_run *r, const study__pcase *k,
+                                const char *f) {
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *x = &r->cases[i];
+    if (!strcmp(x->fabric, f) && !strcmp(x->model, k->model) && x->gpus == k->gpus &&
+        x->gbs == k->gbs && !x->na[0] && x->res[STUDY__PM_GLOBAL].found)
+      return x;
+  }
+  return NULL;
+}
+
+/* The best of two-level's runs (Alpa's defaults with either island, open) on a case; 0: none. */
+static double best_two_level(const study__pcase *k) {
+  static const study__pm tl[] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_DOMAIN,
+                                 STUDY__PM_TWO_LEVEL_OPEN};
+  double b = 0;
+  for (int j = 0; j < 3; j++)
+    if (k->res[tl[j]].ran && k->res[tl[j]].found && (b == 0 || k->res[tl[j]].cm_s < b))
+      b = k->res[tl[j]].cm_s;
+  return b;
+}
+
+static void cell_vs(FILE *f, double t, double ref) {
+  if (t <= 0)
+    fprintf(f, " - |");
+  else if (ref > 0)
+    fprintf(f, " %.3f s (%+.1f%%) |", t, 100 * (t / ref - 1));
+  else
+    fprintf(f, " %.3f s |", t);
+}
+
+/* What the NVLink domain is worth and whether two-level gets it: the same model, GPUs and
+ * batch on 8-GPU domains (dgx-h100), the same H100s in 256-GPU domains (h100-nvl256) and
+ * GB200 racks of 72; global's best and two-level's best on each, the pod's over DGX's. */
+static void md_domain_table(FILE *f, const study__pillar_run *r) {
+  int rows = 0;
+  for (int i = 0; i < r->ncases; i++) {
+    const study__pcase *k = &r->cases[i];
+    if (strcmp(k->fabric, "h100-nvl256") || !twin(r, k, "h100-nvl256") || !twin(r, k, "dgx-h100"))
+      continue;
+    if (!rows++)
+      fprintf(f, "## What the NVLink domain is worth, and whether two-level gets it\n\n"
+                 "The same model, GPU count and batch on H100s in 8-GPU NVLink domains "
+                 "(dgx-h100) and in 256-GPU domains (h100-nvl256), and on GB200 NVL72 racks "
+                 "(other GPUs: for scale). Global's best and two-level's best (of Alpa's "
+                 "defaults with either island and open), cost model; \"(+x%%)\" is the pod's "
+                 "time over DGX's, so a negative figure is what the larger domain gains.\n\n"
+                 "| model | GPUs | gbs | global, dgx-h100 | global, h100-nvl256 | global, "
+                 "gb200-nvl72 | two-level, dgx-h100 | two-level, h100-nvl256 |\n"
+                 "|---|--:|--:|--:|--:|--:|--:|--:|\n");
+    const study__pcase *d = twin(r, k, "dgx-h100"), *g = twin(r, k, "gb200-nvl72");
+    double gd = d->res[STUDY__PM_GLOBAL].cm_s, td = best_two_level(d);
+    fprintf(f, "| %s | %d | %d |", k->model, k->gpus, k->gbs);
+    cell_vs(f, gd, 0);
+    cell_vs(f, k->res[STUDY__PM_GLOBAL].cm_s, gd);
+    cell_vs(f, g ? g->res[STUDY__PM_GLOBAL].cm_s : 0, 0);
+    cell_vs(f, td, 0);
+    cell_vs(f, best_two_level(k), td);
+    fputc('\n', f);
+  }
+  if (rows) fputc('\n', f);
+}
+
 /* Per case, each verdict: the nominal one, the share of draws in which it holds and what the
  * simulator says where it differs. */
 static void md_robust_table(FILE *f, const study__pillar_run *r) {
@@ -615,6 +679,7 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
   write_conclusion(f, r);
   fprintf(f, "## Cases\n\n");
   md_case_table(f, r, 0);
+  md_domain_table(f, r);
   md_knob_table(f, r);
   if (r->draws) md_robust_table(f, r);
   if (nabl) {

@@ -269,7 +269,7 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
   char *a3[] = {(char *)podplan, "study", "pillar", "--grid", bp, "--db", (char *)db, NULL};
   tu_exec(a3, &r);
   CHECK_EQ(r.status, 2);
-  CHECK_CONTAINS(r.err, "bad.csv: row 3: set: 'bogus' is not quick, full or ablation");
+  CHECK_CONTAINS(r.err, "bad.csv: row 3: set: 'bogus' is not quick, full, large or ablation");
   tu_run_free(&r);
   /* an output folder that cannot be made (its parent is a file): refused before any search,
    * so the new store named is not even created */

@@ -268,6 +268,7 @@ json_t *study_breakdown_json(const cm_breakdown *t);
  * pillar.md (tables and a conclusion drawn from the numbers) and the plots. */
 typedef struct study_pillar_opts {
   int quick;                 /* the rows of set quick only (3 fabrics x 2 models x 256 GPUs) */
+  int large;                 /* also the rows of set large (8192 GPUs: about 10 minutes a case) */
   const char *grid;          /* a grid CSV (set,fabric,model,gpus,gbs); NULL: the built-in */
   const char *fabrics, *models, *scales; /* comma lists restricting the grid; NULL: all */
   const char *rungs;         /* comma list of methods (study pillar -h lists them); NULL: the
