@@ -561,8 +561,10 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
       x->done++;
       continue;
     }
+    /* the node rung's search, copied (decided alike on every rank: rank 0 alone reads the
+     * store, so only its results say what was read back) */
     study__pm same = pm_domain_is_node(&c, (study__pm)pm);
-    if ((int)same != pm && k->res[same].ran) { /* the node rung's search, copied */
+    if ((int)same != pm && pm_in_set(same, k->set, x->o->rungs)) {
       *r = k->res[same];
       r->copied = 1;
       x->done++;

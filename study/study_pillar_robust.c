@@ -112,20 +112,28 @@ static int load_plans(store *st, const study__pres *r, rplans *out, pp_err *err)
   return rc;
 }
 
+/* The value of name in a "name=x,..." list (0: not there). */
+static double list_value(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    if (!strncmp(p, name, n) && p[n] == '=') return strtod(p + n + 1, NULL);
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
 /* One draw of the parameters around base (posterior list: "name=sigma,..." of the
  * calibration's fitted parameters, or NULL). */
 static int draw(gsl_rng *g, const cm_params *base, const char *posterior, cm_params *out,
                 pp_err *err) {
   *out = *base;
   for (size_t i = 0; i < NBANDS; i++) {
-    double v, lo, hi, sigma = 0;
+    double v, lo, hi, sigma = list_value(posterior, bands[i].name);
     int is_int;
     if (cm_params_get(base, bands[i].name, &v) ||
         cm_params_bounds(bands[i].name, &lo, &hi, &is_int))
       continue;
-    const char *at = posterior ? strstr(posterior, bands[i].name) : NULL;
-    if (at && (at == posterior || at[-1] == ',') && at[strlen(bands[i].name)] == '=')
-      sigma = strtod(at + strlen(bands[i].name) + 1, NULL);
     double x = sigma > 0 ? v + gsl_ran_gaussian(g, sigma)
                          : v * exp(gsl_ran_gaussian(g, bands[i].rel));
     if (cm_params_set(out, bands[i].name, fmin(hi, fmax(lo, x)), err)) return err->code;
