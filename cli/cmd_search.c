@@ -22,7 +22,8 @@ static const char usage_head[] =
     "                      --method exhaustive|megatron|two-level|global|all\n"
     "                      [--top K] [--simulate K] [--threads N] [--time-limit S]\n"
     "                      [--gap G] [--island node|domain] [--alpa-defaults]\n"
-    "                      [--layer-clusters L] [space options] [--calibration SEL]\n"
+    "                      [--layer-clusters L] [--logical-meshes single-node|all]\n"
+    "                      [space options] [--calibration SEL]\n"
     "                      [--param name=value,...] [--db F] [--json]\n"
     "\n"
     "Searches the plans of a model on a cluster for a global batch with one method on the\n"
@@ -47,6 +48,8 @@ static const char usage_head[] =
     "  --island I         two-level: the fast island is the node (default) or the NVLink domain\n"
     "  --alpa-defaults    two-level: Alpa's GPT benchmark settings\n"
     "  --layer-clusters L two-level: layers clustered for the inter-op DP (default: Alpa's)\n"
+    "  --logical-meshes M two-level: single-node (model parallelism inside an island, Alpa's\n"
+    "                     GPT default) or all (over every GPU of a sub-mesh)\n"
     "  --calibration SEL  a stored calibration of the cluster (id or latest; default none: the\n"
     "                     published defaults), as for predict; a calibrated search is its own\n"
     "                     run, its scores record the calibration\n"
@@ -71,7 +74,8 @@ static const char usage_tail[] =
 enum { O_BASE = 256, O_SPACE = 512 };
 enum {
   O_MODEL = O_BASE, O_CLUSTER, O_GPUS, O_GBS, O_METHOD, O_TOP, O_SIMULATE, O_THREADS,
-  O_TIME_LIMIT, O_GAP, O_ISLAND, O_ALPA, O_LAYER_CLUSTERS, O_CALIBRATION, O_PARAM, O_DB, O_JSON
+  O_TIME_LIMIT, O_GAP, O_ISLAND, O_ALPA, O_LAYER_CLUSTERS, O_LOGICAL, O_CALIBRATION, O_PARAM,
+  O_DB, O_JSON
 };
 
 static const struct option fixed_longs[] = {
@@ -88,6 +92,7 @@ static const struct option fixed_longs[] = {
     {"island", required_argument, NULL, O_ISLAND},
     {"alpa-defaults", no_argument, NULL, O_ALPA},
     {"layer-clusters", required_argument, NULL, O_LAYER_CLUSTERS},
+    {"logical-meshes", required_argument, NULL, O_LOGICAL},
     {"calibration", required_argument, NULL, O_CALIBRATION},
     {"param", required_argument, NULL, O_PARAM},
     {"db", required_argument, NULL, O_DB},
@@ -110,7 +115,7 @@ static void print_usage(void) {
 
 typedef struct args {
   const char *model, *cluster, *method_name, *db, *island, *calibration, *params;
-  int gpus, gbs, top, simulate, threads, layer_clusters, alpa, json;
+  int gpus, gbs, top, simulate, threads, layer_clusters, alpa, json, logical_all;
   double time_limit_s, gap;
   int gap_set;
   /* space options in the order given: applied once the space exists */
@@ -183,6 +188,11 @@ static int parse_args(int argc, char **argv, args *a) {
       a->island = optarg;
       break;
     case O_ALPA: a->alpa = 1; break;
+    case O_LOGICAL:
+      if (strcmp(optarg, "single-node") && strcmp(optarg, "all"))
+        return cli_usage_error(CMD, "--logical-meshes: '%s' is not single-node or all", optarg);
+      a->logical_all = !strcmp(optarg, "all");
+      break;
     case O_LAYER_CLUSTERS:
       if (cli_int(CMD, "--layer-clusters", optarg, 1, 1 << 20, &a->layer_clusters)) return 2;
       break;
@@ -212,9 +222,9 @@ static int parse_args(int argc, char **argv, args *a) {
 static int check_method_opts(const args *a, search_method m) {
   if (m != SEARCH_GLOBAL && a->gap_set)
     return cli_usage_error(CMD, "--gap is an option of --method global");
-  if (m != SEARCH_TWO_LEVEL && (a->island || a->alpa || a->layer_clusters))
-    return cli_usage_error(CMD, "--island, --alpa-defaults and --layer-clusters are options of "
-                                "--method two-level");
+  if (m != SEARCH_TWO_LEVEL && (a->island || a->alpa || a->layer_clusters || a->logical_all))
+    return cli_usage_error(CMD, "--island, --alpa-defaults, --layer-clusters and "
+                                "--logical-meshes are options of --method two-level");
   return 0;
 }
 
@@ -474,6 +484,7 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
   q.o.island_domain = a->island && !strcmp(a->island, "domain");
   q.o.alpa_defaults = a->alpa;
   q.o.layer_clusters = a->layer_clusters;
+  q.o.logical_all = a->logical_all;
   if (j.size > 1) q.o.comm = commp;
   cm_params prm = a->prm;
   run_ctx x = {.tty = isatty(2)};

@@ -11,7 +11,8 @@
  * 3. Logical meshes per sub-mesh (get_one_submesh_autosharding_config_choices,
  *    "single_node_model_parallel"): (dp, mp) with mp <= the sub-mesh's devices per island,
  *    dp dividing the microbatch's sequences, the batch forced onto axis 0; and (devices, 1)
- *    with the ILP free.
+ *    with the ILP free. With logical_all ("all", what Alpa's GPT suite,
+ *    benchmark/alpa/suite_auto_gpt.py, passes) mp runs to every device of the sub-mesh.
  * 4. Intra-op pass per (sub-mesh, logical mesh): the ILP of search_ilp.c on one layer; its
  *    solution maps to (tp, dp) (search__ilp_map_solution), which the cost model prices on the
  *    sub-mesh's GPUs: cm_stage_coef_get, cm_stage_time per layer count (Alpa profiles the
@@ -292,6 +293,7 @@ typedef struct tl_state {
   spec_recompute rcs[3];
   int zero;
   int S;                     /* most stages */
+  int lm_all;                /* logical meshes "all": mp up to the sub-mesh's devices */
   int widened;               /* Alpa's defaults, sub-meshes widened past 4 islands to cover */
   double tol;                /* stage imbalance tolerance (INFINITY: none) */
   double space;              /* plans in the space (paths x configurations, all passes) */
@@ -309,10 +311,13 @@ typedef struct tl_opt {
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /* Logical meshes (dp, mp) Alpa offers a shape for microbatches of `samples` sequences:
- * forced ones first, then (devices, 1) free. Returns the count. */
-static int logical_meshes(const tl_shape *sh, int samples, int out[][3]) {
-  int n = 0;
-  for (int mp = 1; mp <= sh->m && mp <= sh->size && n < MAX_LMESH - 1; mp++) {
+ * forced ones first, then (devices, 1) free. Returns the count. mp runs to the devices per
+ * island of the sub-mesh ("single_node_model_parallel", Alpa's GPT default) or, with
+ * all (submesh_logical_shape_space "all"), to every device of it: model parallelism across
+ * its islands. */
+static int logical_meshes(const tl_shape *sh, int samples, int all, int out[][3]) {
+  int n = 0, most = all ? sh->size : sh->m;
+  for (int mp = 1; mp <= most && mp <= sh->size && n < MAX_LMESH - 1; mp++) {
     if (sh->size % mp) continue;
     int dp = sh->size / mp;
     if (samples % dp) continue;
@@ -364,7 +369,7 @@ static double count_space(const tl_state *st, int gbs) {
     double opts[MAX_SHAPES];
     for (int m = 0; m < M; m++) {
       int lm[MAX_LMESH][3];
-      opts[m] = (double)logical_meshes(&st->shape[m], gbs / st->Bs[b], lm) * st->nrc;
+      opts[m] = (double)logical_meshes(&st->shape[m], gbs / st->Bs[b], st->lm_all, lm) * st->nrc;
     }
     int j;
     for (j = 0; j < nseen; j++)
@@ -401,6 +406,7 @@ static int tl_prepare(search__run *run, pp_err *err) {
   if (L > m->layers) L = m->layers;
   if (L > SEARCH__TL_MAX_CLUSTERS) L = SEARCH__TL_MAX_CLUSTERS;
   st->L = L;
+  st->lm_all = o->logical_all;
   int base = m->layers / L, rem = m->layers % L;
   for (int k = 0; k < L; k++) st->cnt[k] = base;
   /* extra layers to the middle clusters first (the ends hold the embedding and the head) */
@@ -528,7 +534,7 @@ static int pass_options(search__unit *u, const tl_state *st, int B, int sp, tl_o
     tl_opt *ob = &opts[m * MAX_OPTS];
     int n = 0;
     int lm[MAX_LMESH][3];
-    int nl = logical_meshes(sh, samples, lm);
+    int nl = logical_meshes(sh, samples, st->lm_all, lm);
     for (int l = 0; l < nl; l++) {
       search__ilp_mesh mesh = {{lm[l][0], lm[l][1]}, gpus, lm[l][2]};
       search__ilp_costs co;

@@ -20,7 +20,8 @@
 #include "study_int.h"
 
 const char *const study__pm_name[STUDY__PM_N] = {
-    "megatron",        "two-level",   "two-level-domain", "two-level-open", "exhaustive",
+    "megatron",        "two-level",   "two-level-domain", "two-level-all", "two-level-open",
+    "exhaustive",
     "two-level-space", "two-level-space-domain", "global", "global-no-cp", "global-no-ep",
     "global-zero01",   "global-no-interleaved", "global-same-recompute", "global-uniform",
     "global-tp-in-node", "inter-op-only", "intra-op-only"};
@@ -29,16 +30,19 @@ const char *const study__pm_name[STUDY__PM_N] = {
  * of the space: global in the two-level space (--hierarchy node or domain: the hierarchy as a
  * switch on one optimizer), global with one knob removed (the value "gpus-per-node" stands
  * for the cluster's), and the ablation (Alpa's inter-op only: one GPU per stage;
- * intra-op only: one stage). knob: what the rung removes. */
+ * intra-op only: one stage). knob: what the rung removes; logical_all: two-level with logical
+ * meshes "all" (Alpa's GPT suite). */
 static const struct pm_def {
   search_method method;
   int island_domain, alpa_defaults;
   const char *opt[2], *val[2];
   const char *knob;
+  int logical_all;
 } pm_defs[STUDY__PM_N] = {
     {SEARCH_MEGATRON, 0, 0, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_TWO_LEVEL, 0, 1, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_TWO_LEVEL, 1, 1, {NULL, NULL}, {NULL, NULL}},
+    {SEARCH_TWO_LEVEL, 0, 1, {NULL, NULL}, {NULL, NULL}, NULL, 1},
     {SEARCH_TWO_LEVEL, 0, 0, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_EXHAUSTIVE, 0, 0, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_GLOBAL, 0, 0, {"hierarchy", NULL}, {"node", NULL}},
@@ -485,6 +489,7 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, search_cache
   q.o.gap = x->o->gap;
   q.o.island_domain = d->island_domain;
   q.o.alpa_defaults = d->alpa_defaults;
+  q.o.logical_all = d->logical_all;
   q.o.cache = tl;
   q.o.comm = x->o->comm && x->o->comm->size > 1 ? x->o->comm : NULL;
   study_search_out out;

@@ -16,10 +16,11 @@
 
 /* The main grid's eight methods in the order of the tables (the ladder from Alpa as published
  * to global); the ablation's five. */
-static const study__pm main_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LEVEL,
-                                    STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_OPEN,
-                                    STUDY__PM_SPACE_NODE,       STUDY__PM_SPACE_DOMAIN,
-                                    STUDY__PM_EXHAUSTIVE,       STUDY__PM_GLOBAL};
+static const study__pm main_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LEVEL_ALL,
+                                    STUDY__PM_TWO_LEVEL,        STUDY__PM_TWO_LEVEL_DOMAIN,
+                                    STUDY__PM_TWO_LEVEL_OPEN,   STUDY__PM_SPACE_NODE,
+                                    STUDY__PM_SPACE_DOMAIN,     STUDY__PM_EXHAUSTIVE,
+                                    STUDY__PM_GLOBAL};
 /* The plots' (one colour each) */
 static const study__pm plot_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LEVEL,
                                     STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_OPEN,
@@ -27,7 +28,7 @@ static const study__pm plot_pm[] = {STUDY__PM_MEGATRON,         STUDY__PM_TWO_LE
 #define NPLOT 6
 static const study__pm abl_pm[] = {STUDY__PM_MEGATRON, STUDY__PM_INTER_ONLY,
                                    STUDY__PM_INTRA_ONLY, STUDY__PM_TWO_LEVEL, STUDY__PM_GLOBAL};
-#define NMAIN 8
+#define NMAIN 9
 #define NABL 5
 #define NKNOB (STUDY__PM_KNOB_LAST - STUDY__PM_KNOB_FIRST + 1)
 
@@ -189,14 +190,16 @@ typedef struct variant_sum {
 
 static const study__pm variants[] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_DOMAIN,
                                      STUDY__PM_TWO_LEVEL_OPEN, STUDY__PM_SPACE_NODE,
-                                     STUDY__PM_SPACE_DOMAIN};
-#define NVAR 5
+                                     STUDY__PM_SPACE_DOMAIN, STUDY__PM_TWO_LEVEL_ALL};
+#define NVAR 6
 #define VAR_OPEN 2  /* the two-level algorithm without Alpa's defaults */
-#define VAR_SPACE 3 /* from here: global in the two-level space (the hierarchy alone) */
+#define VAR_SPACE 3 /* 3, 4: global in the two-level space (the hierarchy alone) */
+#define VAR_ALL 5   /* Alpa's defaults with logical meshes "all" */
 static const char *const variant_text[NVAR] = {
     "Alpa's defaults (island = node)", "Alpa's defaults, island = NVLink domain",
     "open (no Alpa defaults)", "two-level space, island = node (global restricted)",
-    "two-level space, island = NVLink domain (global restricted)"};
+    "two-level space, island = NVLink domain (global restricted)",
+    "Alpa's defaults, logical meshes \"all\" (its GPT suite)"};
 
 typedef struct fabric_sum {
   char fabric[64];
@@ -271,7 +274,8 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
     if (vs > x->max_gap) {
       x->max_gap = vs;
       snprintf(x->max_case, sizeof x->max_case, "%s x%d", k->model, k->gpus);
-      if (v < VAR_SPACE) /* the space rungs hold global's knobs: no trait explains them */
+      if (v < VAR_SPACE || v == VAR_ALL) /* the space rungs hold global's knobs: no trait
+                                             explains them */
         split_traits(k->res[STUDY__PM_GLOBAL].traits, v == VAR_OPEN, x->traits,
                      sizeof x->traits);
     }
@@ -548,9 +552,9 @@ static const study__pcase *twin(const study__pillar_run *r, const study__pcase *
 /* The best of two-level's runs (Alpa's defaults with either island, open) on a case; 0: none. */
 static double best_two_level(const study__pcase *k) {
   static const study__pm tl[] = {STUDY__PM_TWO_LEVEL, STUDY__PM_TWO_LEVEL_DOMAIN,
-                                 STUDY__PM_TWO_LEVEL_OPEN};
+                                 STUDY__PM_TWO_LEVEL_ALL, STUDY__PM_TWO_LEVEL_OPEN};
   double b = 0;
-  for (int j = 0; j < 3; j++)
+  for (int j = 0; j < 4; j++)
     if (k->res[tl[j]].ran && k->res[tl[j]].found && (b == 0 || k->res[tl[j]].cm_s < b))
       b = k->res[tl[j]].cm_s;
   return b;
@@ -579,7 +583,7 @@ static void md_domain_table(FILE *f, const study__pillar_run *r) {
                  "The same model, GPU count and batch on H100s in 8-GPU NVLink domains "
                  "(dgx-h100) and in 256-GPU domains (h100-nvl256), and on GB200 NVL72 racks "
                  "(other GPUs: for scale). Global's best and two-level's best (of Alpa's "
-                 "defaults with either island and open), cost model; \"(+x%%)\" is the pod's "
+                 "defaults with either island or logical meshes \"all\", and open), cost model; \"(+x%%)\" is the pod's "
                  "time over DGX's, so a negative figure is what the larger domain gains.\n\n"
                  "| model | GPUs | gbs | global, dgx-h100 | global, h100-nvl256 | global, "
                  "gb200-nvl72 | two-level, dgx-h100 | two-level, h100-nvl256 |\n"
@@ -654,6 +658,8 @@ static int write_md(const study__pillar_run *r, const char *path, int plots, pp_
              "Alpa's defaults (power-of-two sub-meshes of at most 4 nodes, every power of two "
              "where those cannot cover the cluster; full recompute, its ILP weights); "
              "\"two-level-domain\" makes the whole NVLink domain its fast island; "
+             "\"two-level-all\" lets its logical meshes span the islands of a sub-mesh, as "
+             "Alpa's GPT suite does (submesh_logical_shape_space \"all\"); "
              "\"two-level-space\" and \"two-level-space-domain\" are global restricted to the "
              "two-level space (islands of nodes, of NVLink domains): their gap to global is the "
              "price of the hierarchy; where the NVLink domain is the node, the domain rungs are "
@@ -914,9 +920,10 @@ int study__pillar_write(const study__pillar_run *r, const char *out_dir, FILE *o
     fprintf(out, "within 1%% of global's best (certified by the bound), Nx: no feasible plan in "
                  "N cases; the largest gap to global's best, per fabric (two-level: Alpa's "
                  "defaults, island = domain, open; then global in the two-level space, island "
-                 "= node and = domain: the price of the hierarchy):\n"
-                 "%-14s %6s %22s %22s %22s %22s %22s\n", "fabric", "cases", "Alpa defaults",
-            "island = domain", "open", "space (node)", "space (domain)");
+                 "= node and = domain: the price of the hierarchy; last, Alpa's defaults with "
+                 "logical meshes \"all\"):\n"
+                 "%-14s %6s %22s %22s %22s %22s %22s %22s\n", "fabric", "cases", "Alpa defaults",
+            "island = domain", "open", "space (node)", "space (domain)", "logical all");
   for (int i = 0; i < n; i++) {
     fprintf(out, "%-14s %6d", fs[i].fabric, fs[i].compared);
     for (int v = 0; v < NVAR; v++) {

@@ -56,8 +56,9 @@ static int in_global(study__pm m) {
 
 /* The practical methods the winner verdict compares. */
 static const study__pm contenders[] = {STUDY__PM_MEGATRON, STUDY__PM_TWO_LEVEL,
-                                       STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_OPEN};
-#define NCONT 4
+                                       STUDY__PM_TWO_LEVEL_DOMAIN, STUDY__PM_TWO_LEVEL_ALL,
+                                       STUDY__PM_TWO_LEVEL_OPEN};
+#define NCONT 5
 
 #define TOPK 3
 typedef struct rplans {

@@ -55,12 +55,13 @@ static const char *podplan;
 #define MODEL_CSV \
   "\"{\"\"name\"\":\"\"gpt-tiny\"\",\"\"layers\"\":8,\"\"hidden\"\":1024,\"\"heads\"\":16," \
   "\"\"seq_len\"\":1024,\"\"vocab\"\":51200}\""
-/* The ladder with two of its knob rungs (per-stage recomputation: a search option of its own;
+/* The ladder (Alpa's GPT suite's logical meshes "all" included) with two of its knob rungs (per-stage recomputation: a search option of its own;
  * TP across nodes: max-tp from the cluster's GPUs per node), so that the sanitizer build's
  * run stays in minutes; --rungs keeps these (global always runs). */
 #define RUNGS                                                                                 \
-  "megatron,two-level,two-level-domain,two-level-open,exhaustive,two-level-space,"            \
-  "two-level-space-domain,global-same-recompute,global-tp-in-node,inter-op-only,intra-op-only"
+  "megatron,two-level,two-level-domain,two-level-all,two-level-open,exhaustive,"              \
+  "two-level-space,two-level-space-domain,global-same-recompute,global-tp-in-node,"           \
+  "inter-op-only,intra-op-only"
 static const char grid[] = "set,fabric,model,gpus,gbs\n"
                            "full,dgx-a100," MODEL_CSV ",16,64\n"
                            "full,h100-nvl256," MODEL_CSV ",16,64\n"
@@ -73,6 +74,7 @@ static const struct {
     {"megatron", "megatron", {NULL}},
     {"two-level", "two-level", {"--alpa-defaults", NULL}},
     {"two-level-domain", "two-level", {"--alpa-defaults", "--island", "domain", NULL}},
+    {"two-level-all", "two-level", {"--alpa-defaults", "--logical-meshes", "all", NULL}},
     {"two-level-open", "two-level", {NULL}},
     {"exhaustive", "exhaustive", {NULL}},
     {"two-level-space", "global", {"--gap", "0.01", "--hierarchy", "node", NULL}},
@@ -134,9 +136,9 @@ static void check_csv(const char *out, const char *tmp) {
   study__csv c;
   pp_err err = {0};
   CHECK_EQ(study__csv_parse(text, len, path, &c, &err), PP_OK);
-  /* 10 methods per main case but two-level-space-domain on h100-nvl256 (its 16 GPUs are one
+  /* 11 methods per main case but two-level-space-domain on h100-nvl256 (its 16 GPUs are one
    * NVLink domain: the rung is the whole space and is not run), 5 for the ablation */
-  CHECK_EQ(c.nrows, 2 * 10 - 1 + 5);
+  CHECK_EQ(c.nrows, 2 * 11 - 1 + 5);
   int cf = col(&c, "fabric"), cg = col(&c, "gpus"), cm = col(&c, "method"),
       ct = col(&c, "iter_cm_s"), cb = col(&c, "lower_bound_s"), cs = col(&c, "iter_sim_s");
   char *db = tu_path(tmp, "direct.db");
@@ -198,7 +200,7 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
   CHECK_CONTAINS(r.out, "0 read back from");
   CHECK_CONTAINS(r.out, "a simulation stopped by --sim-time-limit");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 24 + 8);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 26 + 9);
   char *path = tu_path(out, "pillar.csv");
   size_t len = 0;
   char *text = tu_read(path, &len);
@@ -294,8 +296,8 @@ static void bad_input(const char *gridp, const char *db, const char *tmp) {
 static const struct {
   const char *fabric;
   int methods;
-} cases[] = {{"dgx-a100", 8}, {"h100-nvl256", 9}, {"p3.16xlarge", 5}};
-#define PAIRS 22
+} cases[] = {{"dgx-a100", 9}, {"h100-nvl256", 10}, {"p3.16xlarge", 5}};
+#define PAIRS 24
 
 /* The cases with every (case, method) stored: what a rerun reads back whole. */
 static int whole_cases(const char *db) {
@@ -370,7 +372,7 @@ static int sharded(const char *mpiexec, const char *gridp, const char *tmp) {
   CHECK_EQ(r.status, 0);
   CHECK_CONTAINS(r.out, "on 2 ranks");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 8);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 9);
   char *a = tu_study_rows(one, "pillar"), *b = tu_study_rows(db, "pillar");
   CHECK(a != NULL);
   CHECK_STREQ(b, a);
@@ -398,13 +400,13 @@ int main(int argc, char **argv) {
   if (r.status) fprintf(stderr, "%s%s", r.out, r.err);
   CHECK_EQ(r.status, 0);
   CHECK_CONTAINS(r.out, "3 cases (0 not on their fabric, 0 read back");
-  CHECK_CONTAINS(r.out, "22 searches run");
+  CHECK_CONTAINS(r.out, "24 searches run");
   CHECK_CONTAINS(r.out, "verdicts under 32 parameter draws: ");
   CHECK_CONTAINS(r.out, "verdicts under 32 draws of the parameters");
   CHECK_CONTAINS(r.out, "each knob's worth (global without it): per-stage recomputation ");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'pillar'"), 22);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 22);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE study = 'pillar'"), 24);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 24);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM scores WHERE source = 'sim'") > 0, 1);
   check_csv(out, tmp);
   char *mdp = tu_path(out, "pillar.md"), *md = tu_read(mdp, NULL), *rob1 = NULL;
@@ -419,7 +421,7 @@ int main(int argc, char **argv) {
     CHECK_CONTAINS(md, "- **dgx-a100**: the hierarchy itself (global restricted to the "
                        "two-level space) costs a median ");
     /* the header counts the searches; this first run read none back */
-    CHECK_CONTAINS(md, "(3 cases, 22 searches of ");
+    CHECK_CONTAINS(md, "(3 cases, 24 searches of ");
     CHECK(!strstr(md, "back from the store"));
     /* the knob rungs' table and the robustness pass: its sentences and its table */
     CHECK_CONTAINS(md, "## What each knob is worth");
@@ -453,16 +455,16 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "0 searches run");
   tu_run_free(&r);
   mdp = tu_path(out, "pillar.md"), md = tu_read(mdp, NULL);
-  CHECK(md && strstr(md, "(3 cases, 22 searches of ") &&
-        strstr(md, "and read 22 of the searches back from the store"));
+  CHECK(md && strstr(md, "(3 cases, 24 searches of ") &&
+        strstr(md, "and read 24 of the searches back from the store"));
   /* the draws are seeded by the case: read back, the same fractions */
   char *rob2 = md ? section(md, "## Robustness") : NULL;
   CHECK(rob1 && rob2 && !strcmp(rob1, rob2));
   free(rob1), free(rob2);
   free(md), free(mdp);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 22);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 24);
   /* one (case, method) lost, as when a study is killed: that one alone is searched */
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 22);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases"), 24);
   sqlite3 *h = NULL;
   CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
   CHECK_EQ(sqlite3_exec(h, "DELETE FROM study_cases WHERE case_key LIKE "
@@ -475,11 +477,11 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "2 read back from");
   CHECK_CONTAINS(r.out, "1 searches run");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 23);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 25);
   /* every case is stored under the cost model's fingerprint, the simulated ones also under the
    * simulator's revision; one stored by another version of the model (another fingerprint) is
    * not read back but searched again */
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;cm=%'"), 22);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;cm=%'"), 24);
   CHECK(tu_sql_int(db, "SELECT count(*) FROM study_cases WHERE case_key LIKE '%;sim=%'") > 0);
   CHECK_EQ(sqlite3_open(db, &h), SQLITE_OK);
   CHECK_EQ(sqlite3_exec(h, "UPDATE study_cases SET case_key = replace(case_key, ';cm=', ';cm=0') "
@@ -493,7 +495,7 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "2 read back from");
   CHECK_CONTAINS(r.out, "1 searches run");
   tu_run_free(&r);
-  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 24);
+  CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), 26);
   sim_stopped(gridp, db, tmp);
   bad_input(gridp, db, tmp);
   tu_rmtree(tmp);

@@ -271,6 +271,38 @@ static void nothing_fits(void) {
   cm_model_destroy(cm);
 }
 
+/* Logical meshes "all" (Alpa's GPT suite): on 4 nodes of 8 V100s a sub-mesh of 2 or 4 nodes
+ * also takes logical meshes with mp over its nodes, so the space grows; on one node (no
+ * sub-mesh spans islands) it is the same, and both find a plan. Runs two-level on GPT 2.6B. */
+static void logical_all(void) {
+  spec_model m;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-2.6b", &m, &err), PP_OK);
+  static const int gpus[2] = {32, 8};
+  for (int k = 0; k < 2; k++) {
+    spec_cluster c;
+    CHECK_EQ(spec_cluster_load("p3.16xlarge", gpus[k], &c, &err), PP_OK);
+    cm_model *cm = NULL;
+    CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
+    search_result r[2];
+    for (int all = 0; all < 2; all++) {
+      search_opts o;
+      search_opts_default(SEARCH_TWO_LEVEL, 128, &o);
+      o.threads = 1, o.top = 3, o.alpa_defaults = 1, o.logical_all = all;
+      CHECK_EQ(search_run(cm, &o, &r[all], &err), PP_OK);
+    }
+    fprintf(stderr, "logical meshes on %d GPUs: single-node %.9g plans, best %.4f s; all %.9g "
+            "plans, best %.4f s\n", gpus[k], r[0].space_size, r[0].best_s, r[1].space_size,
+            r[1].best_s);
+    if (k == 0) CHECK(r[1].space_size > r[0].space_size);
+    else CHECK(r[1].space_size == r[0].space_size);
+    CHECK(r[0].ntop > 0 && r[1].ntop > 0);
+    search_result_clear(&r[0]);
+    search_result_clear(&r[1]);
+    cm_model_destroy(cm);
+  }
+}
+
 int main(void) {
   if (!search__ilp_have_cbc()) {
     fprintf(stderr, "built without CBC: skipped\n");
@@ -282,5 +314,6 @@ int main(void) {
   alpa_gpt39b();
   alpa_wide();
   alpa_gpt15b();
+  logical_all();
   return check_status();
 }
