@@ -22,7 +22,7 @@ static const char usage_head[] =
     "                      --method exhaustive|megatron|two-level|global|all\n"
     "                      [--top K] [--simulate K] [--threads N] [--time-limit S]\n"
     "                      [--gap G] [--island node|domain] [--alpa-defaults]\n"
-    "                      [--layer-clusters L] [--logical-meshes single-node|all]\n"
+    "                      [--layer-clusters L|alpa] [--logical-meshes single-node|all]\n"
     "                      [space options] [--calibration SEL]\n"
     "                      [--param name=value,...] [--db F] [--json]\n"
     "\n"
@@ -47,7 +47,8 @@ static const char usage_head[] =
     "  --gap G            global: stop when (best - bound) / bound <= G (default 0.01)\n"
     "  --island I         two-level: the fast island is the node (default) or the NVLink domain\n"
     "  --alpa-defaults    two-level: Alpa's GPT benchmark settings\n"
-    "  --layer-clusters L two-level: layers clustered for the inter-op DP (default: Alpa's)\n"
+    "  --layer-clusters L two-level: layers clustered for the inter-op DP (default 16); alpa:\n"
+    "                     Alpa's GPT grid search, 8 and 16, the best kept\n"
     "  --logical-meshes M two-level: single-node (model parallelism inside an island, Alpa's\n"
     "                     GPT default) or all (over every GPU of a sub-mesh)\n"
     "  --calibration SEL  a stored calibration of the cluster (id or latest; default none: the\n"
@@ -115,7 +116,7 @@ static void print_usage(void) {
 
 typedef struct args {
   const char *model, *cluster, *method_name, *db, *island, *calibration, *params;
-  int gpus, gbs, top, simulate, threads, layer_clusters, alpa, json, logical_all;
+  int gpus, gbs, top, simulate, threads, layer_clusters, alpa, json, logical_all, layer_sweep;
   double time_limit_s, gap;
   int gap_set;
   /* space options in the order given: applied once the space exists */
@@ -194,6 +195,10 @@ static int parse_args(int argc, char **argv, args *a) {
       a->logical_all = !strcmp(optarg, "all");
       break;
     case O_LAYER_CLUSTERS:
+      if (!strcmp(optarg, "alpa")) {
+        a->layer_sweep = 1;
+        break;
+      }
       if (cli_int(CMD, "--layer-clusters", optarg, 1, 1 << 20, &a->layer_clusters)) return 2;
       break;
     case O_CALIBRATION: a->calibration = optarg; break;
@@ -222,7 +227,8 @@ static int parse_args(int argc, char **argv, args *a) {
 static int check_method_opts(const args *a, search_method m) {
   if (m != SEARCH_GLOBAL && a->gap_set)
     return cli_usage_error(CMD, "--gap is an option of --method global");
-  if (m != SEARCH_TWO_LEVEL && (a->island || a->alpa || a->layer_clusters || a->logical_all))
+  if (m != SEARCH_TWO_LEVEL &&
+      (a->island || a->alpa || a->layer_clusters || a->layer_sweep || a->logical_all))
     return cli_usage_error(CMD, "--island, --alpa-defaults, --layer-clusters and "
                                 "--logical-meshes are options of --method two-level");
   return 0;
@@ -485,6 +491,7 @@ static int search_one(const args *a, search_method method, const spec_model *mm,
   q.o.alpa_defaults = a->alpa;
   q.o.layer_clusters = a->layer_clusters;
   q.o.logical_all = a->logical_all;
+  q.o.layer_sweep = a->layer_sweep;
   if (j.size > 1) q.o.comm = commp;
   cm_params prm = a->prm;
   run_ctx x = {.tty = isatty(2)};

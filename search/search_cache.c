@@ -35,10 +35,10 @@ void search__tl_key(const search_opts *o, char *buf, size_t n) {
   const search_space *s = &o->space;
   int one_f1b = !s->schedules || (s->schedules & (1u << SPEC_SCHED_1F1B));
   snprintf(buf, n, "gbs=%d;pp=%d;tp=%d;dp=%d;mbs=%d;sp=%u;rc=%u;zero=%u;1f1b=%d;alpa=%d;"
-                   "domain=%d;lc=%d;lm=%d;top=%d",
+                   "domain=%d;lc=%d;sweep=%d;lm=%d;top=%d",
            s->gbs, s->max_pp, s->max_tp, s->max_dp, s->max_mbs, s->sp, s->recompute,
            s->zero & 3u, one_f1b, o->alpa_defaults, o->island_domain, o->layer_clusters,
-           o->logical_all, o->top);
+           o->layer_sweep, o->logical_all, o->top);
 }
 
 /* Copies the best plans of src into dst (initialised to src's k), found by unit `unit`. */

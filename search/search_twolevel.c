@@ -665,6 +665,53 @@ static void make_note(const tl_state *st, const tl_pass *p, const tl_counts *k, 
 
 static int tl_search(search__unit *u, pp_err *err);
 
+/* Alpa's GPT suite grid-searches the layer-cluster count (num_auto_layers: 8 and 16 for its
+ * models of 2.6B parameters and more, suite_auto_gpt.py) and keeps the best run. */
+static const int sweep_clusters[] = {8, 16};
+
+/* Folds one pass t into u: its plans offered, its counts added, its note kept when its plan
+ * is the best so far. */
+static int tl_merge(search__unit *u, const search__unit *t, pp_err *err) {
+  double was = u->top.n ? u->top.e[0].cm.iter_time_s : INFINITY;
+  for (int i = 0; i < t->top.n; i++)
+    if (search__top_offer(&u->top, &t->top.e[i].plan, &t->top.e[i].cm, u->unit, err) < 0)
+      return err->code;
+  u->evaluations += t->evaluations, u->feasible += t->feasible, u->pruned += t->pruned;
+  u->complete &= t->complete;
+  if (t->top.n && t->top.e[0].cm.iter_time_s < was) memcpy(u->note, t->note, sizeof u->note);
+  if (!u->top.n && t->why[0]) {
+    memcpy(u->why, t->why, sizeof u->why);
+    u->min_excess_gib = t->min_excess_gib;
+  }
+  return PP_OK;
+}
+
+/* layer_sweep: one pass per count of sweep_clusters (a count above the layers is the layers,
+ * taken once), each prepared and searched as a run of its own. */
+static int tl_sweep(search__unit *u, pp_err *err) {
+  search__run *run = u->run;
+  int last = 0, rc = PP_OK;
+  u->complete = 1;
+  for (size_t i = 0; i < sizeof sweep_clusters / sizeof sweep_clusters[0] && !rc; i++) {
+    int L = sweep_clusters[i] < run->m.layers ? sweep_clusters[i] : run->m.layers;
+    if (L == last) continue;
+    last = L;
+    search_opts o2 = *run->o;
+    o2.layer_clusters = L, o2.layer_sweep = 0;
+    search__run sub = *run;
+    sub.o = &o2, sub.state = NULL;
+    search__unit t = {.run = &sub, .cm = u->cm, .unit = u->unit, .complete = 1,
+                      .min_excess_gib = INFINITY};
+    rc = search__top_init(&t.top, run->o->top, err);
+    if (!rc) rc = tl_prepare(&sub, err);
+    if (!rc) rc = tl_search(&t, err);
+    tl_release(&sub);
+    if (!rc) rc = tl_merge(u, &t, err);
+    search__top_free(&t.top);
+  }
+  return rc;
+}
+
 /* The unit, through the caller's cache (search_cache): a search that asks two-level what an
  * earlier one on the same cost model asked (global's unit 1 of each rung) takes its answer. */
 static int tl_unit(search__unit *u, pp_err *err) {
@@ -673,7 +720,7 @@ static int tl_unit(search__unit *u, pp_err *err) {
   search__tl_key(u->run->o, key, sizeof key);
   if (search__cache_get(u->run->o->cache, key, u, &hit, err)) return err->code;
   if (hit) return PP_OK;
-  if (tl_search(u, err)) return err->code;
+  if ((u->run->o->layer_sweep ? tl_sweep : tl_search)(u, err)) return err->code;
   return search__cache_put(u->run->o->cache, key, u, err);
 }
 

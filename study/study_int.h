@@ -47,8 +47,8 @@ typedef enum {
   STUDY__PM_MEGATRON,
   STUDY__PM_TWO_LEVEL,        /* Alpa's defaults, the island is the node */
   STUDY__PM_TWO_LEVEL_DOMAIN, /* Alpa's defaults, the island is the NVLink domain */
-  STUDY__PM_TWO_LEVEL_ALL,    /* Alpa's defaults with logical meshes "all" (its GPT suite's
-                                 submesh_logical_shape_space), the island is the node */
+  STUDY__PM_TWO_LEVEL_ALL,    /* Alpa as its GPT suite runs: its defaults, logical meshes
+                                 "all", layer clusters 8 and 16; the island is the node */
   STUDY__PM_TWO_LEVEL_OPEN,   /* without Alpa's defaults (every recompute and SP choice, the
                                  cost model's weights in its ILP), the island is the node */
   STUDY__PM_EXHAUSTIVE,       /* the uniform space */

@@ -30,14 +30,13 @@ const char *const study__pm_name[STUDY__PM_N] = {
  * of the space: global in the two-level space (--hierarchy node or domain: the hierarchy as a
  * switch on one optimizer), global with one knob removed (the value "gpus-per-node" stands
  * for the cluster's), and the ablation (Alpa's inter-op only: one GPU per stage;
- * intra-op only: one stage). knob: what the rung removes; logical_all: two-level with logical
- * meshes "all" (Alpa's GPT suite). */
+ * intra-op only: one stage). knob: what the rung removes. */
 static const struct pm_def {
   search_method method;
   int island_domain, alpa_defaults;
   const char *opt[2], *val[2];
   const char *knob;
-  int logical_all;
+  int published; /* Alpa's GPT suite: logical meshes "all", its layer-cluster grid */
 } pm_defs[STUDY__PM_N] = {
     {SEARCH_MEGATRON, 0, 0, {NULL, NULL}, {NULL, NULL}},
     {SEARCH_TWO_LEVEL, 0, 1, {NULL, NULL}, {NULL, NULL}},
@@ -489,7 +488,7 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, search_cache
   q.o.gap = x->o->gap;
   q.o.island_domain = d->island_domain;
   q.o.alpa_defaults = d->alpa_defaults;
-  q.o.logical_all = d->logical_all;
+  q.o.logical_all = q.o.layer_sweep = d->published;
   q.o.cache = tl;
   q.o.comm = x->o->comm && x->o->comm->size > 1 ? x->o->comm : NULL;
   study_search_out out;

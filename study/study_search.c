@@ -27,9 +27,10 @@ void study_search_key(const search_opts *o, int64_t calib_id, char *buf, size_t 
   if (o->method == SEARCH_GLOBAL)
     k += snprintf(buf + k, n - (size_t)k, ",gap=%.17g", o->gap);
   else if (o->method == SEARCH_TWO_LEVEL)
-    k += snprintf(buf + k, n - (size_t)k, ",island=%s%s,layer-clusters=%d%s",
+    k += snprintf(buf + k, n - (size_t)k, ",island=%s%s,layer-clusters=%d%s%s",
                   o->island_domain ? "domain" : "node", o->alpa_defaults ? ",alpa-defaults" : "",
-                  o->layer_clusters, o->logical_all ? ",logical-meshes=all" : "");
+                  o->layer_clusters, o->layer_sweep ? ",layer-sweep" : "",
+                  o->logical_all ? ",logical-meshes=all" : "");
   if (calib_id && k > 0 && (size_t)k < n) /* a calibrated search is another run */
     snprintf(buf + k, n - (size_t)k, ",calibration=%lld", (long long)calib_id);
 }
@@ -104,6 +105,7 @@ static char *params_json(const study_search_req *q) {
     json_object_set_new(pj, "island", json_string(o->island_domain ? "domain" : "node"));
     json_object_set_new(pj, "alpa_defaults", json_boolean(o->alpa_defaults));
     json_object_set_new(pj, "layer_clusters", json_integer(o->layer_clusters));
+    json_object_set_new(pj, "layer_sweep", json_boolean(o->layer_sweep));
     json_object_set_new(pj, "logical_meshes",
                         json_string(o->logical_all ? "all" : "single-node"));
   }

@@ -202,6 +202,8 @@ typedef struct search_opts {
   int alpa_defaults;     /* Alpa's GPT benchmark settings (power-of-two sub-meshes, recompute,
                             its alpha-beta weights in the ILP) */
   int layer_clusters;    /* layers clustered for the inter-op DP; 0: Alpa's default */
+  int layer_sweep;       /* 1: one pass per layer-cluster count of Alpa's GPT grid search (8
+                            and 16), the best kept (layer_clusters then unused) */
   int logical_all;       /* logical meshes "all" (Alpa's submesh_logical_shape_space): model
                             parallelism over every GPU of a sub-mesh, across its islands; 0:
                             inside one island (its GPT benchmarks' default) */
