@@ -540,7 +540,9 @@ int search__ilp_solve(const search__ilp_graph *g, search__ilp_sol *out, pp_err *
   Cbc_setLogLevel(model, 0);
   Cbc_setParameter(model, "log", "0");
   Cbc_setParameter(model, "slog", "0");
-  Cbc_setParameter(model, "threads", "1");
+  /* serial: CBC's "threads 1" runs the tree search on one helper thread, and its hand-over
+   * sometimes stalls in a 10 s timed wait (CbcThread::waitThread) before it resumes */
+  Cbc_setParameter(model, "threads", "0");
   Cbc_setParameter(model, "preprocess", "off");
   Cbc_setParameter(model, "cuts", "off");
   Cbc_setAllowableGap(model, 1e-7);
