@@ -111,27 +111,6 @@ static study__pm pm_domain_is_node(const spec_cluster *c, study__pm pm) {
 
 /* ---- the grid -------------------------------------------------------------------------- */
 
-/* --rungs: every name one of the methods (bad usage otherwise, with the known names). */
-static int check_rungs(const char *rungs, pp_err *err) {
-  if (!rungs) return PP_OK;
-  if (!*rungs) return pp_err_set(err, PP_USAGE, "--rungs: empty list");
-  char known[512] = "";
-  for (int m = 0; m < STUDY__PM_N; m++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", m ? ", " : "",
-             study__pm_name[m]);
-  for (const char *p = rungs; *p;) {
-    const char *e = strchr(p, ',');
-    size_t l = e ? (size_t)(e - p) : strlen(p);
-    int found = 0;
-    for (int m = 0; m < STUDY__PM_N && !found; m++)
-      found = strlen(study__pm_name[m]) == l && !strncmp(study__pm_name[m], p, l);
-    if (!found)
-      return pp_err_set(err, PP_USAGE, "--rungs: '%.*s' is no rung (%s)", (int)l, p, known);
-    p += l + (e ? 1 : 0);
-  }
-  return PP_OK;
-}
-
 /* A two-level-space rung asked by name where one island holds every GPU of every case of the
  * grid (its space is global's there): bad usage, named. */
 static int check_rung_islands(const study_pillar_opts *o, const study__pcase *cases, int n,
@@ -168,10 +147,10 @@ static int in_list(const char *list, const char *name) {
   return 0;
 }
 
-/* Every name of a comma list must be one of vals[0..n) (a value of the grid's column): an
- * unknown one is bad usage, named with the known ones. */
+/* Every name of a comma list must be one of vals[0..n) (a value of the grid's column, a
+ * method's name): an unknown one is bad usage, named with `why` and the known ones. */
 static int check_names(const char *list, const char *what, const char *const *vals, int n,
-                       pp_err *err) {
+                       const char *why, pp_err *err) {
   if (!list) return PP_OK;
   if (!*list) return pp_err_set(err, PP_USAGE, "--%s: empty list", what);
   char known[1024] = "";
@@ -185,8 +164,7 @@ static int check_names(const char *list, const char *what, const char *const *va
     int found = 0;
     for (int r = 0; r < n && !found; r++) found = strlen(vals[r]) == l && !strncmp(vals[r], p, l);
     if (!found)
-      return pp_err_set(err, PP_USAGE, "--%s: '%.*s' is not in the pillar grid (%s)", what,
-                        (int)l, p, known);
+      return pp_err_set(err, PP_USAGE, "--%s: '%.*s' %s (%s)", what, (int)l, p, why, known);
     p += l + (e ? 1 : 0);
   }
   return PP_OK;
@@ -203,7 +181,7 @@ static int check_lists(const study_pillar_opts *o, const study__csv *g, int cf, 
   const char *lists[2] = {o->fabrics, o->scales}, *whats[2] = {"fabrics", "scales"};
   for (int k = 0; k < 2 && !rc; k++) {
     for (int r = 0; r < g->nrows; r++) vals[r] = g->rows[r][cols[k]];
-    rc = check_names(lists[k], whats[k], vals, g->nrows, err);
+    rc = check_names(lists[k], whats[k], vals, g->nrows, "is not in the pillar grid", err);
   }
   for (int r = 0; !rc && o->models && r < g->nrows; r++) {
     spec_model m;
@@ -214,7 +192,8 @@ static int check_lists(const study_pillar_opts *o, const study__csv *g, int cf, 
     snprintf(names[r], sizeof names[r], "%s", m.name);
     vals[r] = names[r];
   }
-  if (!rc && o->models) rc = check_names(o->models, "models", vals, g->nrows, err);
+  if (!rc && o->models)
+    rc = check_names(o->models, "models", vals, g->nrows, "is not in the pillar grid", err);
   free(vals), free(names);
   return rc;
 }
@@ -625,7 +604,8 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
   int n = 0, rc;
   if (o->perturb == 0)
     return pp_err_set(err, PP_USAGE, "--perturb: 0 draws judge nothing (at least 1)");
-  if ((rc = check_rungs(o->rungs, err)) || (rc = load_cases(o, &cases, &n, err)) ||
+  if ((rc = check_names(o->rungs, "rungs", study__pm_name, STUDY__PM_N, "is no rung", err)) ||
+      (rc = load_cases(o, &cases, &n, err)) ||
       (rc = check_rung_islands(o, cases, n, err))) {
     free(cases);
     return rc;

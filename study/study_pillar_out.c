@@ -105,7 +105,8 @@ static void print_verdicts(FILE *f, const study__pcase *k) {
     verdict_cell(k, v, c, sizeof c);
     if (strcmp(c, "-")) fprintf(f, "\n    %-58s %s", study__verdict_text[v], c);
   }
-  if (k->rob.winner >= 0) fprintf(f, "\n    (the nominal winner: %s)", study__pm_name[k->rob.winner]);
+  if (k->rob.winner >= 0)
+    fprintf(f, "\n    (the nominal winner: %s)", study__pm_name[k->rob.winner]);
   fputc('\n', f);
 }
 
@@ -583,7 +584,8 @@ static void md_domain_table(FILE *f, const study__pillar_run *r) {
                  "The same model, GPU count and batch on H100s in 8-GPU NVLink domains "
                  "(dgx-h100) and in 256-GPU domains (h100-nvl256), and on GB200 NVL72 racks "
                  "(other GPUs: for scale). Global's best and two-level's best (of Alpa's "
-                 "defaults with either island or logical meshes \"all\", and open), cost model; \"(+x%%)\" is the pod's "
+                 "defaults with either island or logical meshes \"all\", and open), cost "
+                 "model; \"(+x%%)\" is the pod's "
                  "time over DGX's, so a negative figure is what the larger domain gains.\n\n"
                  "| model | GPUs | gbs | global, dgx-h100 | global, h100-nvl256 | global, "
                  "gb200-nvl72 | two-level, dgx-h100 | two-level, h100-nvl256 |\n"

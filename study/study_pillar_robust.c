@@ -79,12 +79,11 @@ static void judge(const double *t, int *winner, int held[STUDY__NVERDICT]) {
     study__pm m;
     double lim;
     int above;
-  } rule[5] = {{STUDY__PM_TWO_LEVEL, 0.01, 0},
-               {STUDY__PM_TWO_LEVEL_OPEN, 0.01, 0},
-               {STUDY__PM_SPACE_NODE, 0.01, 0},
-               {STUDY__PM_SPACE_NODE, 0.05, 1},
-               {STUDY__PM_SPACE_DOMAIN, 0.01, 0}};
-  for (int v = 0; v < 5; v++) {
+  } rule[STUDY__V_WINNER] = { /* the verdicts before the winner's, in their text's order */
+      {STUDY__PM_TWO_LEVEL, 0.01, 0},   {STUDY__PM_TWO_LEVEL_OPEN, 0.01, 0},
+      {STUDY__PM_SPACE_NODE, 0.01, 0},  {STUDY__PM_SPACE_NODE, 0.05, 1},
+      {STUDY__PM_SPACE_DOMAIN, 0.01, 0}};
+  for (int v = 0; v < STUDY__V_WINNER; v++) {
     double x = t[rule[v].m];
     if (x > 0) held[v] = rule[v].above ? x / g - 1 > rule[v].lim : x / g - 1 <= rule[v].lim;
   }
@@ -173,7 +172,8 @@ static unsigned long case_seed(const study__pcase *k) {
  * family were simulated; sim_flip[v] when that verdict differs from the cost model's. */
 static void sim_verdicts(study__pcase *k, int winner) {
   double t[STUDY__PM_N];
-  for (int m = 0; m < STUDY__PM_N; m++) t[m] = k->res[m].ran && k->res[m].found ? k->res[m].sim_s : 0;
+  for (int m = 0; m < STUDY__PM_N; m++)
+    t[m] = k->res[m].ran && k->res[m].found ? k->res[m].sim_s : 0;
   int held[STUDY__NVERDICT], w = winner;
   judge(t, &w, held);
   for (int v = 0; v < STUDY__NVERDICT; v++)

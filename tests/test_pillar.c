@@ -55,9 +55,10 @@ static const char *podplan;
 #define MODEL_CSV \
   "\"{\"\"name\"\":\"\"gpt-tiny\"\",\"\"layers\"\":8,\"\"hidden\"\":1024,\"\"heads\"\":16," \
   "\"\"seq_len\"\":1024,\"\"vocab\"\":51200}\""
-/* The ladder (Alpa's GPT suite's logical meshes "all" included) with two of its knob rungs (per-stage recomputation: a search option of its own;
- * TP across nodes: max-tp from the cluster's GPUs per node), so that the sanitizer build's
- * run stays in minutes; --rungs keeps these (global always runs). */
+/* The ladder (Alpa's GPT suite's logical meshes "all" included) with two of its knob rungs
+ * (per-stage recomputation: a search option of its own; TP across nodes: max-tp from the
+ * cluster's GPUs per node), so that the sanitizer build's run stays in minutes; --rungs keeps
+ * these (global always runs). */
 #define RUNGS                                                                                 \
   "megatron,two-level,two-level-domain,two-level-all,two-level-open,exhaustive,"              \
   "two-level-space,two-level-space-domain,global-same-recompute,global-tp-in-node,"           \
