@@ -302,6 +302,41 @@ int search_island_plan_ok(const search_space *s, const spec_cluster *c, const sp
   return ok;
 }
 
+/* ---- membership --------------------------------------------------------------------------
+ * What a plan uses, against what the space allows: every degree within its limit, its
+ * recomputation(s), ZeRO stage, schedule and sequence parallelism among the allowed ones, the
+ * flags (uniform only, one recomputation for all stages) and the two-level space. A limit a
+ * non-uniform plan does not carry (the microbatch size of every stage) counts as not met: the
+ * answer is never "inside" for a plan that might not be. */
+
+static int stage_ok(const search_space *s, int tp, int dp, int cp, int ep, spec_recompute rc) {
+  return within(tp, s->max_tp) && within(dp, s->max_dp) && within(cp, s->max_cp) &&
+         within(ep, s->max_ep) && (s->recompute & (1u << rc));
+}
+
+int search_space_plan_ok(const search_space *s, const spec_cluster *c, const spec_plan *p) {
+  if (p->gbs != s->gbs || !(s->zero & (1u << p->zero)) || !(s->schedules & (1u << p->schedule)) ||
+      !(s->sp & (1u << (p->sp ? 1 : 0))))
+    return 0;
+  if (p->nstages == 0) {
+    int dp = p->dp ? p->dp : c->gpus / (p->tp * p->pp * p->cp);
+    if (!stage_ok(s, p->tp, dp, p->cp, p->ep, p->recompute) || !within(p->pp, s->max_pp) ||
+        !within(p->vpp, s->max_vpp) || !within(p->mbs, s->max_mbs))
+      return 0;
+  } else {
+    if (s->uniform_only || s->max_mbs || !within(p->nstages, s->max_pp) ||
+        !within(p->vpp, s->max_vpp))
+      return 0;
+    for (int i = 0; i < p->nstages; i++) {
+      const spec_stage *st = &p->stages[i];
+      if (!stage_ok(s, st->tp, st->dp, st->cp, st->ep, st->recompute) ||
+          (s->same_recompute && st->recompute != p->stages[0].recompute))
+        return 0;
+    }
+  }
+  return search_island_plan_ok(s, c, p);
+}
+
 int search_uspace_build(const search_space *s, const spec_model *m, const spec_cluster *c,
                         search_uspace **out, pp_err *err) {
   *out = NULL;

@@ -94,8 +94,9 @@ typedef struct study__pres {
   char plan[512];         /* the best plan (cost model), briefly */
   char traits[512];       /* global: what its best plan does that two-level cannot */
   int resumed;            /* read back from the store, not searched in this invocation */
-  int copied;             /* a domain rung where the NVLink domain is the node: the node
-                             rung's search (not stored apart) */
+  int copied;             /* not searched, another rung's result (not stored apart): 1 the
+                             node rung's (a domain rung where the NVLink domain is the node),
+                             2 global's (its best plans all lie in this rung's space) */
 } study__pres;
 
 /* The verdicts the robustness pass judges per case (study__verdict_text): two-level's

@@ -416,6 +416,7 @@ static void progress_line(const prun *x) {
 }
 
 static int sim_count(const study_pillar_opts *o, const study__pcase *k);
+static double sim_limit(const study_pillar_opts *o);
 
 /* Everything that changes a (case, method)'s result, and the models that computed it: the cost
  * model's fingerprint and, where it simulates, the simulator's revision (a store written by
@@ -431,17 +432,20 @@ static void case_key(const prun *x, const study__pcase *k, study__pm pm, char *b
                    x->cm_fp);
   if (sim && w > 0 && (size_t)w < n)
     w += snprintf(buf + w, n - (size_t)w, ";sim=%d", SIM_REVISION);
-  if (sim && o->sim_time_limit_s > 0 && w > 0 && (size_t)w < n)
-    snprintf(buf + w, n - (size_t)w, ";sim_time_limit=%.17g", o->sim_time_limit_s);
+  if (sim && sim_limit(o) > 0 && w > 0 && (size_t)w < n)
+    snprintf(buf + w, n - (size_t)w, ";sim_time_limit=%.17g", sim_limit(o));
 }
 
-/* The options' simulation defaults: the best K simulated (3; --quick: 1), on cases of at most
- * this many GPUs (1024; 0: every case). */
-static int sim_k(const study_pillar_opts *o) {
-  return o->simulate >= 0 ? o->simulate : o->quick ? 1 : 3;
-}
+/* The options' simulation defaults: each rung's best simulated (K = 1), on cases of at most
+ * this many GPUs (256; 0: every case), a simulation stopped after 120 s of wall time (0: no
+ * limit). SimGrid runs every GPU as an actor: a plan of many microbatches on 1024 GPUs takes
+ * a minute or more, and the full grid holds 31 such cases. */
+static int sim_k(const study_pillar_opts *o) { return o->simulate >= 0 ? o->simulate : 1; }
 static int sim_max(const study_pillar_opts *o) {
-  return o->sim_max_gpus < 0 ? 1024 : o->sim_max_gpus;
+  return o->sim_max_gpus < 0 ? 256 : o->sim_max_gpus;
+}
+static double sim_limit(const study_pillar_opts *o) {
+  return o->sim_time_limit_s < 0 ? 120 : o->sim_time_limit_s;
 }
 
 /* The plans of each method the simulator re-scores on case k. */
@@ -458,7 +462,7 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, search_cache
   int calibrated = x->o->calib_cluster && !strcmp(x->o->calib_cluster, k->fabric);
   study_search_req q = {.cm = cm, .m = m, .c = c, .simulate = sim_count(x->o, k), .db = x->o->db,
                         .cache = cache, .calib_id = calibrated ? x->o->calib_id : 0,
-                        .sim_time_limit_s = x->o->sim_time_limit_s};
+                        .sim_time_limit_s = sim_limit(x->o)};
   search_opts_default(d->method, k->gbs, &q.o);
   if (pm_space(pm, c, &q.o.space, err)) return err->code;
   q.o.top = 3;
@@ -495,6 +499,36 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, search_cache
   }
   study_search_out_clear(&out);
   return PP_OK;
+}
+
+/* Whether global's best plans (its stored top) all lie in rung pm's space, which global's
+ * contains (rank 0): they are then the rung's best plans and global's bound bounds the rung,
+ * so the rung's search would only repeat global's (what makes a knob worth 0 cost nothing).
+ * Rungs of another method than global, and a global without a plan: 0. */
+static int global_covers(const prun *x, const study__pcase *k, const spec_cluster *c,
+                         study__pm pm, int *covers, pp_err *err) {
+  const study__pres *g = &k->res[STUDY__PM_GLOBAL];
+  *covers = 0;
+  if (pm == STUDY__PM_GLOBAL || pm_defs[pm].method != SEARCH_GLOBAL || !g->ran || !g->found ||
+      g->run_id <= 0)
+    return PP_OK;
+  search_opts so;
+  search_opts_default(SEARCH_GLOBAL, k->gbs, &so);
+  if (pm_space(pm, c, &so.space, err)) return err->code;
+  int64_t ids[3];
+  double secs[3];
+  char *mj = NULL, *cj = NULL;
+  int n = 0, rc = store_get_search_top(x->st, g->run_id, 3, ids, secs, &n, &mj, &cj, err);
+  free(mj), free(cj);
+  int ok = n > 0;
+  for (int i = 0; !rc && ok && i < n; i++) {
+    spec_plan p;
+    if ((rc = store_get_plan(x->st, ids[i], &p, err))) break;
+    ok = search_space_plan_ok(&so.space, c, &p);
+    spec_plan_clear(&p);
+  }
+  *covers = !rc && ok;
+  return rc;
 }
 
 /* Rank 0 says whether the pair is done (1) and every rank learns it. */
@@ -537,7 +571,9 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
   search_cache *tl = search_cache_new(); /* global's two-level part, once per case (NULL:
                                             every time) */
   int rc = PP_OK;
-  for (int pm = 0; pm < STUDY__PM_N && !rc; pm++) {
+  /* global first: the rungs whose space holds its best plans take its result */
+  for (int i = 0; i < STUDY__PM_N && !rc; i++) {
+    int pm = i == 0 ? STUDY__PM_GLOBAL : i <= STUDY__PM_GLOBAL ? i - 1 : i;
     if (!pm_in_set((study__pm)pm, k->set, x->o->rungs)) continue;
     study__pres *r = &k->res[pm];
     if (pm_same_as_global(&m, &c, (study__pm)pm)) { /* global's space: not run */
@@ -550,6 +586,15 @@ static int run_case(prun *x, study__pcase *k, pp_err *err) {
     if ((int)same != pm && pm_in_set(same, k->set, x->o->rungs)) {
       *r = k->res[same];
       r->copied = 1;
+      x->done++;
+      continue;
+    }
+    int covers = 0;
+    if (x->rank0 && (rc = global_covers(x, k, &c, (study__pm)pm, &covers, err))) break;
+    if ((rc = share_flag(x, &covers, err))) break;
+    if (covers) {
+      *r = k->res[STUDY__PM_GLOBAL];
+      r->copied = 2, r->traits[0] = '\0';
       x->done++;
       continue;
     }
@@ -646,7 +691,7 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
 #endif
   if (!rc && x.rank0) {
     study__pillar_run run = {cases, n, sum->wall_s, o->quick, o->db, o->gap,
-                             sim_k(o), sim_max(o), o->sim_time_limit_s, draws,
+                             sim_k(o), sim_max(o), sim_limit(o), draws,
                              o->calib_cluster && o->calib_sigmas && o->calib_sigmas[0]};
     rc = study__pillar_write(&run, o->out_dir, o->out ? o->out : stdout, &sum->plots, err);
     sum->draws = draws;

@@ -68,6 +68,11 @@ int search_island_block_ok(int I, int d, int S);
 int search_island_single(const search_space *s, const spec_cluster *c);
 /* Whether plan p (uniform or not) lies in space s's two-level space on cluster c. */
 int search_island_plan_ok(const search_space *s, const spec_cluster *c, const spec_plan *p);
+/* Whether plan p (uniform or not) lies in space s on cluster c: every restriction of s, the
+ * two-level space included. Conservative: 0 where p does not show it (a non-uniform plan
+ * under --max-mbs). A result of a search over a larger space whose best plans all lie in s is
+ * then the result of s (the study's knob rungs use it). */
+int search_space_plan_ok(const search_space *s, const spec_cluster *c, const spec_plan *p);
 /* Everything allowed (tp, cp and ep then follow the model: divisors of heads, seq_len and
  * experts), for a global batch of gbs sequences. */
 void search_space_default(int gbs, search_space *out);

@@ -280,10 +280,11 @@ typedef struct study_pillar_opts {
   double time_limit_s;       /* per search; 0: none */
   double gap;                /* global's target gap */
   int threads;               /* 0: the online CPUs */
-  int simulate;              /* each method's best K simulated; < 0: 3 (quick: 1) */
+  int simulate;              /* each method's best K simulated; < 0: 1 */
   int sim_max_gpus;          /* cases on more GPUs are not simulated (SimGrid of thousands of
-                                GPUs takes minutes per plan); < 0: 1024; 0: no limit */
-  double sim_time_limit_s;   /* > 0: a plan simulated longer keeps its cost-model time */
+                                GPUs takes minutes per plan); < 0: 256; 0: no limit */
+  double sim_time_limit_s;   /* > 0: a plan simulated longer keeps its cost-model time; 0: no
+                                limit; < 0: 120 s */
   /* a calibration: the cases on the fabric named calib_cluster take its values; the draws
    * take its fitted parameters' sigmas ("name=sigma,...": its posterior) */
   const char *calib_cluster, *calib_params, *calib_sigmas;
