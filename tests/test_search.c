@@ -48,6 +48,10 @@
  *   communication, memory; tp 1, 4, 16, cp 1 and 2) exactly as the same block one plane (256
  *   ids) further on, and a 64-chip block with TP 8 starting mid-row (offset 12) is priced
  *   unlike the one at 0 (so the check compares placements that can differ);
+ * - membership (search_space_plan_ok): on the tiny model on 8 GPUs, for 13 restrictions a
+ *   uniform plan lies in the restricted space exactly when that space's enumeration lists it;
+ *   in the same-recompute runs every plan returned lies in its space, and global's best,
+ *   faster than one recomputation's optimum, lies outside it;
  * - the time limit on a large torus: global on GPT-3 39B / 4096 TPU v4 chips (gbs 1536) with a
  *   2 s limit returns, not complete, with a best plan and a lower bound in (0, best]. */
 #include <math.h>
@@ -686,7 +690,12 @@ static void same_recompute(void) {
         const spec_plan *p = &a.top[k].plan;
         for (int j = 1; j < p->nstages; j++)
           CHECK(p->stages[j].recompute == p->stages[0].recompute);
+        CHECK(search_space_plan_ok(&one, &c, p)); /* what it returns lies in its space */
       }
+      /* global's best lies in its own space, and, faster than every plan of one
+       * recomputation, not in that one (search_space_plan_ok on non-uniform plans) */
+      CHECK(g.ntop > 0 && search_space_plan_ok(&s, &c, &g.top[0].plan));
+      if (i > 0 && g.ntop) CHECK(!search_space_plan_ok(&one, &c, &g.top[0].plan));
     }
     search_result_clear(&g);
     search_result_clear(&a);
@@ -967,7 +976,64 @@ static void time_limit_torus(void) {
   cm_model_destroy(cm);
 }
 
+/* search_space_plan_ok on the uniform space: the 4-layer tiny model on 8 GPUs (4 nodes of 2),
+ * gbs 8; for each restriction (every option of the space, alone and two together), a plan of
+ * the unrestricted space lies in the restricted one exactly when search_uspace_build of the
+ * restricted space lists it. */
+static int same_uplan(const spec_plan *a, const spec_plan *b) {
+  return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp &&
+         a->ep == b->ep && a->mbs == b->mbs && a->vpp == b->vpp && a->sp == b->sp &&
+         a->recompute == b->recompute && a->zero == b->zero && a->schedule == b->schedule;
+}
+
+static void plan_membership(void) {
+  static const char *const opts[][4] = {
+      {"max-tp", "1", NULL, NULL},         {"max-pp", "2", NULL, NULL},
+      {"max-dp", "2", NULL, NULL},         {"no-cp", NULL, NULL, NULL},
+      {"max-vpp", "1", NULL, NULL},        {"max-mbs", "1", NULL, NULL},
+      {"recompute", "full", NULL, NULL},   {"zero", "0,1", NULL, NULL},
+      {"schedules", "gpipe,1f1b", NULL, NULL}, {"sp", "off", NULL, NULL},
+      {"hierarchy", "node", NULL, NULL},   {"zero", "2,3", "max-tp", "2"},
+      {"max-cp", "2", "recompute", "none,selective"}};
+  spec_model m;
+  spec_cluster c;
+  tiny(4, 8, 2, 80, &m, &c);
+  search_space all;
+  search_space_default(8, &all);
+  pp_err err = {0};
+  search_uspace *u = NULL;
+  CHECK(search_uspace_build(&all, &m, &c, &u, &err) == PP_OK);
+  size_t nu = u ? search_uspace_size(u) : 0;
+  CHECK(nu > 100);
+  for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+    search_space s = all;
+    for (int j = 0; j < 4 && opts[k][j]; j += 2)
+      CHECK(search_space_set(&s, opts[k][j], opts[k][j + 1], &err) == PP_OK);
+    search_uspace *r = NULL;
+    CHECK(search_uspace_build(&s, &m, &c, &r, &err) == PP_OK);
+    size_t nr = r ? search_uspace_size(r) : 0, in = 0, wrong = 0;
+    for (size_t i = 0; i < nu; i++) {
+      spec_plan p, q;
+      search_uspace_plan(u, i, &p);
+      int listed = 0;
+      for (size_t j = 0; j < nr && !listed; j++) {
+        search_uspace_plan(r, j, &q);
+        listed = same_uplan(&p, &q);
+      }
+      int ok = search_space_plan_ok(&s, &c, &p);
+      in += ok, wrong += ok != listed;
+    }
+    printf("membership --%s %s: %zu of %zu plans inside, %zu listed, %zu wrong\n", opts[k][0],
+           opts[k][1] ? opts[k][1] : "", in, nu, nr, wrong);
+    CHECK(nr > 0 && nr < nu && in == nr);
+    CHECK_EQ((long)wrong, 0L);
+    search_uspace_free(r);
+  }
+  search_uspace_free(u);
+}
+
 int main(void) {
+  plan_membership();
   space_by_hand();
   known_optimum();
   gpipe_only();
