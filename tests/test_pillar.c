@@ -136,15 +136,25 @@ static int col(const study__csv *c, const char *name) {
 
 static double num(const char *s) { return *s ? strtod(s, NULL) : 0; }
 
-/* Every row of pillar.csv against the search run directly. */
-static void check_csv(const char *out, const char *tmp) {
+/* pillar.csv of the folder out, parsed into c: its text (free it after c), NULL when it could
+ * not be read or parsed (a failed check). */
+static char *load_csv(const char *out, study__csv *c) {
   char *path = tu_path(out, "pillar.csv");
   size_t len = 0;
   char *text = tu_read(path, &len);
-  CHECK(text != NULL);
-  study__csv c;
   pp_err err = {0};
-  CHECK_EQ(study__csv_parse(text, len, path, &c, &err), PP_OK);
+  int ok = text && study__csv_parse(text, len, path, c, &err) == PP_OK;
+  CHECK(ok);
+  free(path);
+  if (!ok) free(text);
+  return ok ? text : NULL;
+}
+
+/* Every row of pillar.csv against the search run directly. */
+static void check_csv(const char *out, const char *tmp) {
+  study__csv c;
+  char *text = load_csv(out, &c);
+  if (!text) return;
   /* 11 methods per main case but two-level-space-domain on h100-nvl256 (its 16 GPUs are one
    * NVLink domain: the rung is the whole space and is not run), 5 for the ablation */
   CHECK_EQ(c.nrows, 2 * 11 - 1 + 5);
@@ -170,7 +180,6 @@ static void check_csv(const char *out, const char *tmp) {
   free(db);
   study__csv_free(&c);
   free(text);
-  free(path);
 }
 
 /* A copy of the markdown from heading h to the next heading (NULL: not there). */
@@ -234,12 +243,8 @@ static void knobs_searched(const char *tmp) {
            1);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs WHERE params_key LIKE '%max-cp=1%'"),
            1);
-  char *path = tu_path(out, "pillar.csv");
-  size_t len = 0;
-  char *text = tu_read(path, &len);
   study__csv c;
-  pp_err err = {0};
-  CHECK(text && study__csv_parse(text, len, path, &c, &err) == PP_OK);
+  char *text = load_csv(out, &c);
   double t[3] = {0, 0, 0};
   static const char *const m[3] = {"global", "global-zero01", "global-same-recompute"};
   for (int i = 0; text && i < c.nrows; i++)
@@ -253,7 +258,7 @@ static void knobs_searched(const char *tmp) {
   CHECK(fabs(t[2] - same) <= 1e-5 * same && fabs(t[2] - t[0]) <= 1e-9 * t[0]);
   CHECK(t[1] > t[0] * 1.001); /* ZeRO-2/3 is worth something here */
   if (text) study__csv_free(&c);
-  free(text), free(path), free(gp), free(db), free(out), free(ddb);
+  free(text), free(gp), free(db), free(out), free(ddb);
 }
 
 /* --sim-time-limit 0.001 on the dgx-a100 case: every simulation is stopped (SimGrid cannot
@@ -273,13 +278,9 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
   CHECK_CONTAINS(r.out, "a simulation stopped by --sim-time-limit");
   tu_run_free(&r);
   CHECK_EQ(tu_sql_int(db, "SELECT count(*) FROM search_runs"), PAIRS + 2 + 6);
-  char *path = tu_path(out, "pillar.csv");
-  size_t len = 0;
-  char *text = tu_read(path, &len);
   study__csv c;
-  pp_err err = {0};
-  CHECK(text && study__csv_parse(text, len, path, &c, &err) == PP_OK);
-  if (text && !err.code) {
+  char *text = load_csv(out, &c);
+  if (text) {
     int cf = col(&c, "found"), cs = col(&c, "iter_sim_s"), cx = col(&c, "sim_stopped"), n = 0;
     for (int i = 0; i < c.nrows; i++) {
       if (strcmp(c.rows[i][cf], "1")) continue;
@@ -290,7 +291,7 @@ static void sim_stopped(const char *gridp, const char *db, const char *tmp) {
     CHECK(n >= 5);
     study__csv_free(&c);
   }
-  free(text), free(path);
+  free(text);
   char *mdp = tu_path(out, "pillar.md"), *md = tu_read(mdp, NULL);
   CHECK(md != NULL);
   if (md) CHECK_CONTAINS(md, "simulations ran past 0.001 s of wall time and were stopped");
