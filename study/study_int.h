@@ -127,6 +127,10 @@ typedef struct study__pcase {
   study__pres res[STUDY__PM_N];
   study__robust rob;
 } study__pcase;
+/* "model xGPUs" naming case k among cases[0..n), with " gbs B" where another case has the
+ * same model and GPU count at another batch (the weak-scaling rows). */
+void study__case_label(const study__pcase *cases, int n, const study__pcase *k, char *buf,
+                       size_t len);
 /* Verdict v on case k: -1 n/a (or no draws), 0 robustly false, 1 robustly true (the nominal
  * verdict holds in >= 90% of the draws that judged it), 2 unresolved; *frac the share of
  * draws in which it holds. */

@@ -721,8 +721,10 @@ int study_pillar(const study_pillar_opts *o, study_pillar_summary *sum, pp_err *
         sum->certified_1pct[j] += g <= 0.01;
         if (vs > sum->max_gap[j]) {
           sum->max_gap[j] = vs;
-          snprintf(sum->max_gap_case[j], sizeof sum->max_gap_case[j], "%s on %s x%d", k->model,
-                   k->fabric, k->gpus);
+          char lab[160];
+          study__case_label(cases, n, k, lab, sizeof lab);
+          snprintf(sum->max_gap_case[j], sizeof sum->max_gap_case[j], "%.100s on %.50s", lab,
+                   k->fabric);
         }
       }
     }

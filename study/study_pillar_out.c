@@ -231,7 +231,20 @@ static void split_traits(const char *t, int open, char *out, size_t n) {
   *r = '\0';
 }
 
-static void add_case(fabric_sum *s, const study__pcase *k) {
+void study__case_label(const study__pcase *cases, int n, const study__pcase *k, char *buf,
+                       size_t len) {
+  int other = 0;
+  for (int i = 0; i < n && !other; i++)
+    other = cases[i].gpus == k->gpus && cases[i].gbs != k->gbs && !strcmp(cases[i].model, k->model);
+  if (other)
+    snprintf(buf, len, "%s x%d gbs %d", k->model, k->gpus, k->gbs);
+  else
+    snprintf(buf, len, "%s x%d", k->model, k->gpus);
+}
+
+static void add_case(const study__pillar_run *r, fabric_sum *s, const study__pcase *k) {
+  char lab[160];
+  study__case_label(r->cases, r->ncases, k, lab, sizeof lab);
   s->compared++;
   s->limited += !k->res[STUDY__PM_GLOBAL].complete;
   const study__pres *open = &k->res[STUDY__PM_TWO_LEVEL_OPEN], *sp = &k->res[STUDY__PM_SPACE_NODE];
@@ -247,8 +260,8 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
     s->unresolved[v]++;
     size_t w = strlen(s->open_cases);
     if (w + 2 < sizeof s->open_cases)
-      snprintf(s->open_cases + w, sizeof s->open_cases - w, "%s%s x%d: %s (%.0f%%)",
-               w ? "; " : "", k->model, k->gpus, study__verdict_text[v], 100 * frac);
+      snprintf(s->open_cases + w, sizeof s->open_cases - w, "%s%s: %s (%.0f%%)", w ? "; " : "",
+               lab, study__verdict_text[v], 100 * frac);
   }
   for (int j = 0; j < NKNOB; j++) {
     study__pm m = (study__pm)(STUDY__PM_KNOB_FIRST + j);
@@ -257,7 +270,7 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
     s->knob[j][s->nknob[j]++] = w;
     if (s->nknob[j] == 1 || w > s->knob_max[j]) {
       s->knob_max[j] = w;
-      snprintf(s->knob_case[j], sizeof s->knob_case[j], "%s x%d", k->model, k->gpus);
+      snprintf(s->knob_case[j], sizeof s->knob_case[j], "%.100s", lab);
     }
   }
   for (int v = 0; v < NVAR; v++) {
@@ -274,7 +287,7 @@ static void add_case(fabric_sum *s, const study__pcase *k) {
     x->certified += g <= 0.01;
     if (vs > x->max_gap) {
       x->max_gap = vs;
-      snprintf(x->max_case, sizeof x->max_case, "%s x%d", k->model, k->gpus);
+      snprintf(x->max_case, sizeof x->max_case, "%.100s", lab);
       if (v < VAR_SPACE || v == VAR_ALL) /* the space rungs hold global's knobs: no trait
                                              explains them */
         split_traits(k->res[STUDY__PM_GLOBAL].traits, v == VAR_OPEN, x->traits,
@@ -295,7 +308,7 @@ static int summarise(const study__pillar_run *r, fabric_sum *fs, int max) {
       memset(&fs[n], 0, sizeof fs[n]);
       snprintf(fs[n++].fabric, sizeof fs[0].fabric, "%s", k->fabric);
     }
-    add_case(&fs[j], k);
+    add_case(r, &fs[j], k);
   }
   return n;
 }
@@ -742,7 +755,9 @@ static int plot_times(const study__pillar_run *r, const char *dir, int *plots, p
     for (int j = i; j < r->ncases; j++) {
       const study__pcase *k = &r->cases[j];
       if (is_abl(k) || strcmp(k->fabric, k0->fabric)) continue;
-      fprintf(f, "\"%s x%d\"", k->model, k->gpus); /* one line: the tics are rotated */
+      char lab[160];
+      study__case_label(r->cases, r->ncases, k, lab, sizeof lab);
+      fprintf(f, "\"%s\"", lab); /* one line: the tics are rotated */
       for (int m = 0; m < NPLOT; m++) {
         double v = vs_global(k, plot_pm[m]);
         if (v > 0) fprintf(f, " %.5f", v); else fputs(" NaN", f);
