@@ -214,50 +214,11 @@ static void count_keys(int *keys, int n, int *most, int *distinct) {
   }
 }
 
-/* The same counts for the keys floor((a + i s) / G), i < n, of an ascending arithmetic
- * progression (s >= 1), without listing them: with s >= G every key differs; with s < G the
- * keys step by at most 1, so every bucket from the first to the last is hit, and bucket b
- * holds the i with bG <= a + i s < (b + 1) G. O(buckets), which a search's stage groups (a
- * block's TP, CP and DP groups are such progressions) make far cheaper than the list. */
-static void count_ap(long a, long s, int n, long G, int *most, int *distinct) {
-  if (s >= G) {
-    *most = 1, *distinct = n;
-    return;
-  }
-  long last = a + (long)(n - 1) * s, b0 = a / G, b1 = last / G, m = 0;
-  for (long b = b0; b <= b1; b++) {
-    long lo = b * G > a ? (b * G - a + s - 1) / s : 0;        /* first i in the bucket */
-    long hi = (b + 1) * G - 1 < last ? ((b + 1) * G - 1 - a) / s : n - 1;
-    if (hi - lo + 1 > m) m = hi - lo + 1;
-  }
-  *most = (int)m, *distinct = (int)(b1 - b0 + 1);
-}
-
-/* The step of gpus[0..n) when it is an ascending arithmetic progression, else 0. */
-static int ap_step(const int *gpus, int n) {
-  int s = gpus[1] - gpus[0];
-  if (s < 1) return 0;
-  for (int i = 2; i < n; i++)
-    if (gpus[i] - gpus[i - 1] != s) return 0;
-  return s;
-}
-
 void cm_place_list(const cm_model *cm, const int *gpus, int n, cm_place *pl) {
   memset(pl, 0, sizeof *pl);
   pl->ranks = n;
   pl->per_node = pl->per_domain = pl->nodes = pl->domains = pl->sharing = 1;
   if (n <= 1) return;
-  int step = cm->c.network.kind == SPEC_NET_TORUS ? 0 : ap_step(gpus, n);
-  if (step) { /* what the lists below count, counted from the progression */
-    count_ap(gpus[0], step, n, cm->gpn, &pl->per_node, &pl->nodes);
-    if (cm->dom > 1)
-      count_ap(gpus[0], step, n, cm->dom, &pl->per_domain, &pl->domains);
-    else
-      pl->per_domain = 1, pl->domains = n;
-    pl->sharing = imax(1, cm->gpn / pl->per_node);
-    fill_levels(cm, pl, gpus[n - 1] / cm->gpn - gpus[0] / cm->gpn + 1);
-    return;
-  }
   int *k = malloc((size_t)n * sizeof *k);
   if (!k) return;
   int gpn = cm->gpn, dom = cm->dom, lo = gpus[0], hi = gpus[0];

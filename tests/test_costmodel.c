@@ -626,37 +626,7 @@ static void fingerprint(void) {
   CHECK_EQ(escaped, 0);
 }
 
-/* Placements of arithmetic progressions (a search's TP, CP and DP groups of a block), which
- * cm_place_list counts from the progression, against the same GPUs listed descending (counted
- * member by member): every field alike, for starts, steps and sizes across nodes, NVL72 racks
- * (domains of 72 on nodes of 4: a bucket boundary inside a node's stride) and NVL256 pods. */
-static void progressions(void) {
-  static const char *const fab[] = {"dgx-h100", "gb200-nvl72", "h100-nvl256"};
-  static const int gpus[] = {1024, 1152, 1024};
-  for (int f = 0; f < 3; f++) {
-    cm_model *cm = make("gpt3-175b", fab[f], gpus[f], NULL);
-    int ids[512], rev[512], bad = 0, runs = 0;
-    for (int a = 0; a < 80; a += 3)
-      for (int s = 1; s <= 80; s += (s < 9 ? 1 : 7))
-        for (int n = 2; n <= 512 && a + (n - 1) * s < gpus[f]; n = n * 3 / 2 + 1) {
-          for (int i = 0; i < n; i++) ids[i] = a + i * s, rev[n - 1 - i] = ids[i];
-          cm_place x, y;
-          cm_place_list(cm, ids, n, &x);
-          cm_place_list(cm, rev, n, &y);
-          runs++;
-          bad += x.per_node != y.per_node || x.nodes != y.nodes || x.per_domain != y.per_domain ||
-                 x.domains != y.domains || x.sharing != y.sharing || x.levels != y.levels ||
-                 memcmp(x.bw_gbps, y.bw_gbps, sizeof x.bw_gbps) ||
-                 memcmp(x.lat_us, y.lat_us, sizeof x.lat_us);
-        }
-    CHECK(runs > 1000);
-    CHECK_EQ(bad, 0);
-    cm_model_destroy(cm);
-  }
-}
-
 int main(void) {
-  progressions();
   fingerprint();
   p2p_boundaries();
   group_copies();
