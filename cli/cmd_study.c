@@ -51,10 +51,10 @@ static const struct opt {
     {"scales", "LIST", O_SCALES, S_PILLAR, "pillar: only these GPU counts"},
     {"rungs", "LIST", O_RUNGS, S_PILLAR,
      "pillar: only these methods of the ladder (megatron, two-level, two-level-domain, "
-     "two-level-all, two-level-open, exhaustive, two-level-space, two-level-space-domain, global-no-cp, "
-     "global-no-ep, global-zero01, global-no-interleaved, global-same-recompute, "
-     "global-uniform, global-tp-in-node; ablation: inter-op-only, intra-op-only); global "
-     "always runs"},
+     "two-level-all, two-level-open, exhaustive, two-level-space, two-level-space-domain, "
+     "global-no-cp, global-no-ep, global-zero01, global-no-interleaved, "
+     "global-same-recompute, global-uniform, global-tp-in-node; ablation: inter-op-only, "
+     "intra-op-only); global always runs"},
     {"perturb", "K", O_PERTURB, S_PILLAR,
      "pillar: judge each case's verdicts under K draws of the cost-model parameters (each "
      "parameter's error band; a calibration's posterior on its cluster) (default 32)"},

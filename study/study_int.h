@@ -73,6 +73,10 @@ extern const char *const study__pm_name[STUDY__PM_N];
 /* What a knob rung removes, for the tables ("context parallelism", ...); NULL for the others. */
 const char *study__pm_knob(study__pm m);
 
+/* The best plans each search of the ladder keeps: what the robustness pass re-scores and what
+ * a rung must hold to take global's result. */
+#define STUDY__TOP 3
+
 /* One method's outcome on one case (stored as the case's JSON). */
 typedef struct study__pres {
   int ran;                /* 1: this method belongs to the case */

@@ -465,7 +465,7 @@ static int search_pm(prun *x, cm_model *cm, study_sim_cache *cache, search_cache
                         .sim_time_limit_s = sim_limit(x->o)};
   search_opts_default(d->method, k->gbs, &q.o);
   if (pm_space(pm, c, &q.o.space, err)) return err->code;
-  q.o.top = 3;
+  q.o.top = STUDY__TOP;
   q.o.threads = x->o->threads;
   q.o.time_limit_s = x->o->time_limit_s;
   q.o.gap = x->o->gap;
@@ -512,19 +512,20 @@ static int global_covers(const prun *x, const study__pcase *k, const spec_cluste
   if (pm == STUDY__PM_GLOBAL || pm_defs[pm].method != SEARCH_GLOBAL || !g->ran || !g->found ||
       g->run_id <= 0)
     return PP_OK;
-  search_opts so;
-  search_opts_default(SEARCH_GLOBAL, k->gbs, &so);
-  if (pm_space(pm, c, &so.space, err)) return err->code;
-  int64_t ids[3];
-  double secs[3];
+  search_space space;
+  search_space_default(k->gbs, &space);
+  if (pm_space(pm, c, &space, err)) return err->code;
+  int64_t ids[STUDY__TOP];
+  double secs[STUDY__TOP];
   char *mj = NULL, *cj = NULL;
-  int n = 0, rc = store_get_search_top(x->st, g->run_id, 3, ids, secs, &n, &mj, &cj, err);
+  int n = 0,
+      rc = store_get_search_top(x->st, g->run_id, STUDY__TOP, ids, secs, &n, &mj, &cj, err);
   free(mj), free(cj);
   int ok = n > 0;
   for (int i = 0; !rc && ok && i < n; i++) {
     spec_plan p;
     if ((rc = store_get_plan(x->st, ids[i], &p, err))) break;
-    ok = search_space_plan_ok(&so.space, c, &p);
+    ok = search_space_plan_ok(&space, c, &p);
     spec_plan_clear(&p);
   }
   *covers = !rc && ok;

@@ -60,9 +60,8 @@ static const study__pm contenders[] = {STUDY__PM_MEGATRON, STUDY__PM_TWO_LEVEL,
                                        STUDY__PM_TWO_LEVEL_OPEN};
 #define NCONT 5
 
-#define TOPK 3
 typedef struct rplans {
-  spec_plan p[TOPK];
+  spec_plan p[STUDY__TOP];
   int n;
 } rplans;
 
@@ -100,12 +99,13 @@ static void judge(const double *t, int *winner, int held[STUDY__NVERDICT]) {
 
 /* Reads back rung m's top plans (its search run) into out. */
 static int load_plans(store *st, const study__pres *r, rplans *out, pp_err *err) {
-  int64_t ids[TOPK];
-  double secs[TOPK];
+  int64_t ids[STUDY__TOP];
+  double secs[STUDY__TOP];
   char *mj = NULL, *cj = NULL;
   out->n = 0;
   if (!r->ran || !r->found || r->run_id <= 0) return PP_OK;
-  int n = 0, rc = store_get_search_top(st, r->run_id, TOPK, ids, secs, &n, &mj, &cj, err);
+  int n = 0,
+      rc = store_get_search_top(st, r->run_id, STUDY__TOP, ids, secs, &n, &mj, &cj, err);
   free(mj), free(cj);
   for (int i = 0; !rc && i < n; i++)
     if (!(rc = store_get_plan(st, ids[i], &out->p[out->n], err))) out->n++;

@@ -28,9 +28,10 @@
  *    the rung's option (--same-recompute, --max-tp 8), though here both take global's result
  *    (its best 3 lie in their spaces: 18 of the 24 pairs are searched); on a GPT of 16 layers
  *    of hidden 8192, whose global best 3 use ZeRO-2 and cp 2, the ZeRO 0/1 and no-cp rungs
- *    are searched and the same-recompute one is not, each row equal to `podplan search`; pillar.md has the knob table, the
- *    robustness sentences per fabric and the robustness table, which a rerun that reads every
- *    case back writes again identically (the draws are seeded per case);
+ *    are searched and the same-recompute one is not, each row equal to `podplan search`;
+ *    pillar.md has the knob table, the robustness sentences per fabric and the robustness
+ *    table, which a rerun that reads every case back writes again identically (the draws are
+ *    seeded per case);
  *  - bad input: an unknown fabric in --fabrics, model in --models or scale in --scales, an
  *    unknown rung, a two-level-space-domain rung where one domain holds every GPU, --perturb 0,
  *    an option of another study, a grid with a bad set: exit 2, one line naming it, nothing
