@@ -27,36 +27,43 @@
  * where t_i is the stage's time per microbatch, computed from the stage alone
  * (cm_stage_time: its layers, its embedding or head, its groups placed on its own GPUs:
  * nothing depends on the other stages);
- *   p2p = pp_p2p_per_mb (m + P - 2) max_s q_s >= pp_p2p_per_mb ((m - 1) p2p_0 + sum_i p2p_i)
+ *   p2p = pp_p2p_per_mb (m + P - 2) max_s q_s >= pp_p2p_per_mb ((m - 1) max_s q_s + sum_i p2p_i)
  * where p2p_i is boundary i's transfer (P - 1 boundaries) and q_s the mean of stage s's
- * boundaries (one for the first and the last stage): max_s q_s >= q_0 = p2p_0, and the sums
- * of q_s over stages 0..P-2 and over 1..P-1 average to sum_i p2p_i, so one of them, at most
- * (P - 1) max_s q_s, is at least it; each p2p_i is at least the least transfer from stage i's block to any block that may follow
- * it (p2p_bound); tail = max over stages of what cm_stage_tail charges >= the first stage's
- * own (with nothing to hide behind but its own backward, cm_stage_tail(..., 0)), and also
- * >= cm_optimizer_time(total parameters / N) (every parameter's optimizer state sits on one
- * of at most N GPUs, and the step time grows with the shard). A stage fits iff
+ * boundaries (one for the first and the last stage): the sums of q_s over stages 0..P-2 and
+ * over 1..P-1 average to sum_i p2p_i, so one of them, at most (P - 1) max_s q_s, is at least
+ * it; each p2p_i and each q_s is at least what the blocks alone allow, and (m - 1) max_s q_s
+ * is at least (m - 1) q_0, or it joins the (m - 1) max_s t_s as (m - 1) max_s u_s, u_s =
+ * t_s + pp_p2p_per_mb times q_s's bound (p2p_bound: the unit runs the first way, and the
+ * second where the first stops short; let u_s = t_s in the first); tail = max over stages
+ * of what cm_stage_tail charges >= the first stage's own (with nothing to hide behind but its
+ * own backward, cm_stage_tail(..., 0)), and also >= cm_optimizer_time(total parameters / N)
+ * (every parameter's optimizer state sits on one of at most N GPUs, and the step time grows
+ * with the shard). A stage fits iff
  * cm_stage_memory with min(stages from it to the end, m) microbatches in flight fits; time
  * and memory are linear in the layer count (cm.h), so the DP uses exact per-layer
  * coefficients. For a fixed t_max, the DP F(r, k, d) = least sum, over r stages covering
- * layers [k, K) from GPU d with every t_i <= t_max, of t_i plus the boundary terms (and, for
- * the first stage, the tail term) is exact over the space, and is a lower bound of the
- * corresponding part of T. For every plan whose max_i t_i lies in [a, b],
+ * layers [k, K) from GPU d with every u_i <= t_max, of t_i plus the boundary terms (and, for
+ * the first stage, the tail term) is exact over the space, and is a lower bound of
+ * T - (m - 1) max_s u_s (the first way: with (m - 1) q_0 in the sum). For every plan whose
+ * max_i u_i lies in [a, b],
  *     T >= F(b) + (m - 1) a,
  * because the plan is a candidate of the DP at b. The unit splits [a0, b0] into such
  * intervals (branch and bound on t_max): a0 = K * min over stage types of (GPUs * time per
- * layer) / N (the sum over stages of GPUs * t_i is at least that, and at most N t_max); b0 is
- * the max stage time of the relaxed DP's plan without a t_max (beyond it the relaxed F no
- * longer falls and the (m - 1) t_max term only grows). A DP solution at t with actual max
- * t' <= t resolves [t', t] (F(t') = F(t)) when t' is the largest stage time of the plan of
- * least sum (score_solve). Where splitting cannot raise an interval's bound (F flat on it),
- * its plans under the target are enumerated and scored (enum_close). The unit's bound is the
- * least of its intervals' bounds; the run's bound is the least over units, and the uniform
- * space's own optimum is its exact bound (its compute bound when the time limit cut it).
+ * layer) / N (the sum over stages of GPUs * t_i is at least that, and at most N max t_i <=
+ * N max u_i); b0 is the max u_i of the relaxed DP's plan without a t_max (beyond it the
+ * relaxed F no longer falls and the (m - 1) t_max term only grows). A DP solution at t with
+ * actual max t' <= t resolves [t', t] (F(t') = F(t)) when t' is the largest u_i of the plan
+ * of least sum (score_solve). Where splitting cannot raise an interval's bound (F flat on it),
+ * its plans under the target are enumerated and scored (enum_close); one cut short by its cap
+ * keeps its DP bound, and the unit stops when no open interval is below it. The unit's bound
+ * is the least of its intervals' bounds (the larger of the two ways'); the run's bound is the
+ * least over units, and the uniform space's own optimum is its exact bound (its compute
+ * bound when the time limit cut it).
  * The DP's plans (the best per stage count at each t_max tried) are scored by cm_eval: they
  * are the upper bounds; gap = (best - bound) / bound. Left out of the bound (so only
- * loosening it): the exposed DP reduction of stages after the first, and how much the
- * slowest boundary exceeds the others. */
+ * loosening it): the exposed DP reduction of stages after the first, how much a boundary
+ * exceeds the least its blocks allow, and the slowest stage and the slowest boundary being
+ * different stages. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -293,6 +300,8 @@ typedef struct gtype {
   cm_stage_cfg cfg;
   double l;       /* time per layer per microbatch */
   double x[4];    /* extra time [first + 2 * last]: embedding, head */
+  double xu[4];   /* x plus the stage's share of the slowest-boundary bound (p2p_share): what
+                     the t_max of the branch and bound limits is layers * l + xu[q] */
   double mb[4];   /* memory without layers and activations, GiB [first + 2 * last] */
   double ml;      /* memory per layer without activations, GiB */
   double ma;      /* activations per layer per in-flight microbatch, GiB */
@@ -411,7 +420,7 @@ static int block_types(search__unit *u, int S, int d, int samples, int sp, int z
           cm_stage_coef co;
           if ((rc = cm_stage_coef_get(u->cm, &g.cfg, gpus, S, &co, err))) break;
           for (int q = 0; q < 4; q++) {
-            g.x[q] = cm_stage_time(u->cm, &co, 0, q & 1, q >> 1, zero);
+            g.x[q] = g.xu[q] = cm_stage_time(u->cm, &co, 0, q & 1, q >> 1, zero);
             cm_memory mem;
             cm_stage_memory(u->cm, &co, 0, q & 1, q >> 1, zero, 0, &mem);
             g.mb[q] = mem.total_gib;
@@ -506,6 +515,8 @@ typedef struct gdp {
   int C;              /* classes of the last solve: c < C exactly c stages from here on, C: at
                          least C (memory needs only min(stages left, m)) when open, else
                          exactly C */
+  int shared;         /* 1: t_max limits u (stage time and its slowest-boundary share);
+                         0: stage times, and the first boundary counts m times (p2p_bound) */
   int open;           /* 0: --max-pp cuts R below what layers and positions allow, so every
                          class is an exact count (C = R) and none continues into itself */
   double tmax_solved; /* the last finished solve's t_max and in-flight cap (mcap 0: none) */
@@ -523,9 +534,13 @@ typedef struct gdp {
 #define ROW(D_, r, p) (((size_t)(r) * (size_t)((D_)->D + 1) + (size_t)(p)))
 #define IDX(D_, r, k, p) (ROW(D_, r, p) * (size_t)((D_)->K + 1) + (size_t)(k))
 
+/* The constant part of what t_max limits: the stage's extra time, with its share of the
+ * slowest boundary when the bound shares it out (gdp.shared, p2p_bound). */
+static double xt(const gtype *g, int q, int shared) { return shared ? g->xu[q] : g->x[q]; }
+
 /* Layers a stage of type g may take within t_max and memory, with f microbatches in flight. */
-static int max_layers(const gtype *g, int q, double tmax, double hbm, int f) {
-  double room_t = tmax - g->x[q], room_m = hbm - g->mb[q];
+static int max_layers(const gtype *g, int q, int shared, double tmax, double hbm, int f) {
+  double room_t = tmax - xt(g, q, shared), room_m = hbm - g->mb[q];
   if (room_t < 0 || room_m < 0) return 0;
   double per_m = g->ml + f * g->ma;
   double ct = g->l > 0 ? floor(room_t / g->l * (1 + 1e-12)) : 1e9;
@@ -599,7 +614,7 @@ static void mid_filter(const gl_state *s, const gtab *T, gdp *D, double tmax, in
     if (T->first[slot] < 0) continue;
     int n0 = w;
     for (int ti = 0; ti < T->count[slot]; ti++) {
-      int tix = T->first[slot] + ti, C = max_layers(&T->t[tix], 0, tmax, D->hbm, f);
+      int tix = T->first[slot] + ti, C = max_layers(&T->t[tix], 0, D->shared, tmax, D->hbm, f);
       if (C < 1) continue;
       const gtype *g = &T->t[tix];
       int beaten = 0;
@@ -669,7 +684,7 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
            * is a plan of the uniform space, searched there) */
           if (last_ok && !(p == 0 && S == c->gpus)) {
             /* layers k .. K fit within t_max and memory iff K - k <= most */
-            int most = max_layers(g, (p == 0) + 2, tmax, D->hbm, f);
+            int most = max_layers(g, (p == 0) + 2, D->shared, tmax, D->hbm, f);
             int k0 = p == 0 ? 0 : (K - most > 1 ? K - most : 1);
             for (int k = k0; k < (p == 0 ? (most >= K) : K); k++) {
               int q = (k == 0) + 2;
@@ -681,12 +696,12 @@ static int dp_solve(const search__run *run, const gl_state *s, const gtab *T, gd
           }
           if (!more_ok || hi < 0 || p != 0) continue;
           { /* the first stage (k = 0, only at position 0) */
-            int C = max_layers(g, 1, tmax, D->hbm, f);
+            int C = max_layers(g, 1, D->shared, tmax, D->hbm, f);
             for (int cc = 1; cc <= C && cc <= K - 1 && cc <= hi; cc++) {
               if (nx[cc] == INFINITY) continue;
-              /* its boundary counts m times: once in the sum over boundaries, m - 1 times as
-               * a lower bound of the slowest boundary (see p2p_bound) */
-              double t = cc * g->l + g->x[1] + D->m * T->bnd[slot] +
+              /* its boundary counts once in the sum over boundaries and, unless the bound
+               * shares the slowest one out, m - 1 times as a bound of it (p2p_bound) */
+              double t = cc * g->l + g->x[1] + (D->shared ? 1 : D->m) * T->bnd[slot] +
                          fmax(g->tail0[cc], D->tail_lb) + nx[cc];
               size_t at = IDX(D, cl, 0, 0);
               if (t < D->G[at]) D->G[at] = t, D->ty[at] = tix, D->nk[at] = (int16_t)cc, D->nc[at] = cls[cc];
@@ -728,7 +743,9 @@ typedef struct gunit {
   search_stage *st;   /* reconstruction buffer: R stages */
   double *et, *eb;    /* the enumeration's walk, per stage: its time per microbatch, and the
                          p2p of its boundary to the next stage (times pp_p2p_per_mb) */
-  double *ebnd;       /* ... what the DP charged for that boundary (bnd, m times the first) */
+  double *ebnd;       /* ... what the DP charged for that boundary (bnd; m times the first
+                         unless shared) */
+  double *eq;         /* [n]: the largest q of stages 0 .. n - 1 of the walk (p2p_bound) */
   int *ids;           /* GPU ids 0 .. N - 1 twice (blocks as pointers into it; p2p_bound) */
 } gunit;
 
@@ -745,7 +762,7 @@ static double rebuild(gunit *g, int r, int *n) {
     const gtype *t = &g->T.t[D->ty[at]];
     int nk = D->nk[at], layers = nk - k, d = gpu_at(g->s, c, p);
     int q = (k == 0) + 2 * (nk == D->K);
-    double ti = layers * t->l + t->x[q];
+    double ti = layers * t->l + xt(t, q, D->shared);
     if (ti > tmax) tmax = ti;
     g->st[(*n)++] = (search_stage){layers, d, t->size, t->cfg.tp, t->cfg.cp, t->cfg.dp,
                                    t->cfg.ep, t->cfg.recompute};
@@ -873,7 +890,7 @@ static int enum_leaf(gunit *g, genum *e, int n, pp_err *err) {
 }
 
 /* One stage of type t (slot's bnd) from (cl, k, p) with c layers, after stages of objective
- * acc and largest time mx; recurses into the rest. From the second stage on, the boundary
+ * acc and largest stage time mx; recurses into the rest. From the second stage on, the boundary
  * into it is known: its actual p2p replaces the DP's bound of it in acc. */
 static int enum_take(gunit *g, genum *e, const gtype *t, double bnd, int cl, int k, int p,
                      int c, double acc, double mx, int n, pp_err *err) {
@@ -890,18 +907,30 @@ static int enum_take(gunit *g, genum *e, const gtype *t, double bnd, int cl, int
                             t->cfg.recompute};
   g->et[n] = ti;
   mx = fmax(mx, ti);
-  double pipe = (D->m - 1) * fmax(e->a, mx); /* (m - 1) x the plan's largest stage time */
   if (k == 0) ti += e->tail = fmax(t->tail0[c], D->tail_lb);
+  /* the largest q (see p2p_bound) known: of the stages before this one, exact (both their
+   * boundaries are known), and this one's with its boundary in known, the one out bounded */
+  double qn = last ? 0 : bnd, pipe;
   if (n > 0) {
     g->eb[n - 1] = enum_boundary(g, n);
-    acc += (n == 1 ? D->m : 1) * g->eb[n - 1] - g->ebnd[n - 1];
+    acc += (n == 1 && !D->shared ? D->m : 1) * g->eb[n - 1] - g->ebnd[n - 1];
+    double closed = n == 1 ? g->eb[0] : 0.5 * (g->eb[n - 2] + g->eb[n - 1]);
+    g->eq[n] = fmax(n > 1 ? g->eq[n - 1] : 0, closed);
+    qn = fmax(g->eq[n], last ? g->eb[n - 1] : 0.5 * (g->eb[n - 1] + bnd));
   }
+  /* (m - 1) x (the largest stage time + the largest q): shared, >= (m - 1) x the largest u,
+   * so that of a; else acc holds (m - 1) q_0 (q_0 = eb[0] once known) and what the largest q
+   * known exceeds it by is added */
+  if (D->shared)
+    pipe = (D->m - 1) * fmax(e->a, mx + qn);
+  else
+    pipe = (D->m - 1) * (fmax(e->a, mx) + (n > 0 ? fmax(0, qn - g->eb[0]) : 0));
   double slack = 1e-9 * fabs(e->thr);
   if (last) {
     if (acc + ti + pipe > e->thr + slack) return PP_OK;
     return enum_leaf(g, e, n + 1, err);
   }
-  ti += g->ebnd[n] = (k == 0 ? D->m : 1) * bnd;
+  ti += g->ebnd[n] = (k == 0 && !D->shared ? D->m : 1) * bnd;
   int pn = g->s->sub_node ? d + t->size : (d + t->size) / cs->gpus_per_node;
   int next[2] = {D->C == 1 && D->open ? 1 : cl - 1, cl == D->C && D->C > 1 && D->open ? cl : 0};
   for (int i = 0; i < 2 && !e->stopped; i++) {
@@ -930,11 +959,11 @@ static int enum_stages(gunit *g, genum *e, int cl, int k, int p, double acc, dou
       double bnd = g->T.bnd[slot];
       /* the last stage (one stage on every GPU is the uniform part's) */
       if (last_ok && !(p == 0 && S == c->gpus) &&
-          max_layers(t, (k == 0) + 2, e->tmax, D->hbm, f) >= K - k &&
+          max_layers(t, (k == 0) + 2, D->shared, e->tmax, D->hbm, f) >= K - k &&
           enum_take(g, e, t, bnd, cl, k, p, K - k, acc, mx, n, err))
         return err->code;
       if (!more_ok) continue;
-      int most = max_layers(t, k == 0, e->tmax, D->hbm, f);
+      int most = max_layers(t, k == 0, D->shared, e->tmax, D->hbm, f);
       for (int cc = 1; cc <= most && k + cc < K && !e->stopped; cc++)
         if (enum_take(g, e, t, bnd, cl, k, p, cc, acc, mx, n, err)) return err->code;
     }
@@ -996,9 +1025,10 @@ static int dp_alloc(gunit *g, pp_err *err) {
   g->et = malloc((size_t)(D->R + 1) * sizeof *g->et);
   g->eb = malloc((size_t)(D->R + 1) * sizeof *g->eb);
   g->ebnd = malloc((size_t)(D->R + 1) * sizeof *g->ebnd);
+  g->eq = malloc((size_t)(D->R + 1) * sizeof *g->eq);
   if (!D->G || !D->ty || !D->nk || !D->nc || !D->mrow || !D->dq || !D->dv || !D->lo || !D->hi ||
       !g->st || !D->mid_ix || !D->mid_c || !D->mid_first || !D->mid_n || !g->et || !g->eb ||
-      !g->ebnd)
+      !g->ebnd || !g->eq)
     return pp_err_set(err, PP_NOMEM, "search: out of memory (global DP of %zu cells)", cells);
   return PP_OK;
 }
@@ -1007,18 +1037,43 @@ static void dp_free(gunit *g) {
   free(g->D.G), free(g->D.ty), free(g->D.nk), free(g->D.nc), free(g->D.mrow), free(g->D.dq), free(g->D.dv), free(g->D.lo);
   free(g->D.hi), free(g->st);
   free(g->D.mid_ix), free(g->D.mid_c), free(g->D.mid_first), free(g->D.mid_n);
-  free(g->et), free(g->eb), free(g->ebnd), free(g->ids);
+  free(g->et), free(g->eb), free(g->ebnd), free(g->eq), free(g->ids);
   free_types(&g->T);
 }
 
-/* Stage-to-stage transfers in the bound. cm_eval charges pp_p2p_per_mb * (m + P - 2) * the
- * largest mean of a stage's two boundaries; since (P - 1) times it >= the sum over the P - 1
- * boundaries and it >= the first boundary (the first stage's only one; see the top),
- *     p2p >= pp_p2p_per_mb * ((m - 1) * first boundary + sum over boundaries),
- * and each boundary costs at least the least transfer from its sending block to any block
- * that may follow it (the sender's tp at 1: with pp_scatter_gather off the bytes grow with
- * it, with it on they do not depend on it). The DP adds bnd[slot] for every stage that has a
- * next one, m times for the first stage. */
+/* The least transfer, times pp_p2p_per_mb, into a block of Sa GPUs at class d from any block
+ * that may precede it (ending where it starts), at a position of d's class where both fit
+ * (blocks one period apart are priced alike); 0 where none may (it is then a first stage). */
+static double p2p_in(gunit *g, int Sa, int d, double per_mb) {
+  const gl_state *s = g->s;
+  const spec_cluster *c = &g->u->run->c;
+  double best = INFINITY;
+  for (int zb = 0; zb < s->nsizes; zb++) {
+    int Sb = s->sizes[zb];
+    int dd = d < Sb ? d + (Sb - d + s->period - 1) / s->period * s->period : d;
+    if (!fits_at(s, c, Sa, dd) || !fits_at(s, c, Sb, dd - Sb)) continue;
+    double t = cm_stage_p2p(g->u->cm, g->ids + dd - Sb, Sb, 1, g->ids + dd, Sa, g->samples);
+    if (t < best) best = t;
+  }
+  return best < INFINITY ? per_mb * best : 0;
+}
+
+/* Stage-to-stage transfers in the bound. cm_eval charges p2p = pp_p2p_per_mb * (m + P - 2) *
+ * max_s q_s, q_s the mean of stage s's two boundaries (its one for the first and the last
+ * stage). Since (P - 1) max_s q_s >= the sum over the P - 1 boundaries (see the top),
+ *     p2p >= pp_p2p_per_mb * (sum over boundaries + (m - 1) max_s q_s),
+ * and (m - 1) max_s q_s is bounded one of two ways (gdp.shared):
+ *   - by (m - 1) q_0, the first boundary: the DP charges it m times (once in the sum) and
+ *     t_max limits stage times;
+ *   - with the (m - 1) max_s t_s of the pipeline, (m - 1) (max_s t_s + max_s q_s) >=
+ *     (m - 1) max_s (t_s + q_s): t_max limits u_s = t_s + the stage's bound of q_s (xu,
+ *     p2p_share), never below the least first boundary (q_0 <= max_s q_s), and the DP's sum
+ *     takes each boundary once.
+ * Each boundary costs at least the least transfer from its sending block to any block that
+ * may follow it (bnd, the sender's tp at 1: with pp_scatter_gather off the bytes grow with
+ * it, with it on they do not depend on it) and at least the least transfer into its receiving
+ * block from any block that may precede it (p2p_in); q_s's bound is the first for a first
+ * stage, the second for a last one, their mean for a middle one. */
 static int p2p_bound(gunit *g, pp_err *err) {
   const gl_state *s = g->s;
   const spec_cluster *c = &g->u->run->c;
@@ -1033,16 +1088,46 @@ static int p2p_bound(gunit *g, pp_err *err) {
       size_t slot = (size_t)za * s->period + (size_t)d;
       int Sa = s->sizes[za];
       double best = INFINITY;
-      if (fits_at(s, c, Sa, d))
-        for (int zb = 0; zb < s->nsizes; zb++) {
-          int Sb = s->sizes[zb];
-          if (!fits_at(s, c, Sb, d + Sa)) continue;
-          double t = cm_stage_p2p(g->u->cm, ids + d, Sa, 1, ids + d + Sa, Sb, g->samples);
-          if (t < best) best = t;
-        }
+      if (!fits_at(s, c, Sa, d)) {
+        g->T.bnd[slot] = 0;
+        continue;
+      }
+      for (int zb = 0; zb < s->nsizes; zb++) {
+        int Sb = s->sizes[zb];
+        if (!fits_at(s, c, Sb, d + Sa)) continue;
+        double t = cm_stage_p2p(g->u->cm, ids + d, Sa, 1, ids + d + Sa, Sb, g->samples);
+        if (t < best) best = t;
+      }
       g->T.bnd[slot] = best < INFINITY ? per_mb * best : 0;
     }
   return PP_OK;
+}
+
+/* Each stage type's share of the slowest boundary (xu, for gdp.shared; see p2p_bound). */
+static void p2p_share(gunit *g) {
+  const gl_state *s = g->s;
+  const spec_cluster *c = &g->u->run->c;
+  double per_mb = cm_model_params(g->u->cm)->pp_p2p_per_mb;
+  /* every plan of several stages has a first one, at position 0, with a next one: the least
+   * bnd of such a block bounds its q, so every stage's (max_s q_s >= q_0) */
+  double first = INFINITY;
+  for (int za = 0; za < s->nsizes; za++) {
+    int Sa = s->sizes[za];
+    if (Sa < c->gpus && fits_at(s, c, Sa, 0) && g->T.first[(size_t)za * s->period] >= 0)
+      first = fmin(first, g->T.bnd[(size_t)za * s->period]);
+  }
+  if (first == INFINITY) first = 0;
+  for (int za = 0; za < s->nsizes; za++)
+    for (int d = 0; d < s->period && d < c->gpus; d++) {
+      size_t slot = (size_t)za * s->period + (size_t)d;
+      if (g->T.first[slot] < 0) continue;
+      double out = g->T.bnd[slot], in = p2p_in(g, s->sizes[za], d, per_mb);
+      double share[4] = {fmax(0.5 * (in + out), first), fmax(out, first), fmax(in, first), 0};
+      for (int i = 0; i < g->T.all[slot]; i++) {
+        gtype *t = &g->T.t[g->T.first[slot] + i];
+        for (int q = 0; q < 4; q++) t->xu[q] = t->x[q] + share[q];
+      }
+    }
 }
 
 /* The least sum over every stage count of the last solve, G(c, 0, 0) least over c (with one
@@ -1074,9 +1159,9 @@ static void static_bounds(gunit *g, double *a0) {
   g->tail_lb = cm_optimizer_time(g->u->cm, total / run->c.gpus);
 }
 
-/* The unit's part before the branch and bound: the static bound, and the relaxed DP without
- * a t_max. Returns 1 when the unit is settled without it (bound_s set). */
-static int bnb_start(gunit *g, double *a0, double *Gm, double *tm, pp_err *err) {
+/* The unit's part before the branch and bound: the static bound and the tables. Returns 1
+ * when the unit is settled without it (bound_s set), -1 on an error. */
+static int bnb_start(gunit *g, double *a0, pp_err *err) {
   search__unit *u = g->u;
   const search__run *run = u->run;
   static_bounds(g, a0);
@@ -1094,9 +1179,15 @@ static int bnb_start(gunit *g, double *a0, double *Gm, double *tm, pp_err *err) 
   }
   if (dp_alloc(g, err)) return -1;
   g->D.tail_lb = g->tail_lb;
-  /* without a t_max, relaxed: its least sum G~ is at most every plan's sum, and its plan's
-   * largest stage time b0 bounds [b0, inf): there T >= G~ + (m - 1) b0 */
-  if (dp_solve(run, g->s, &g->T, &g->D, INFINITY, 1)) { /* out of time: the static bound */
+  return 0;
+}
+
+/* The relaxed DP without a t_max: its least sum G~ is at most every plan's sum, and its plan's
+ * largest stage time b0 bounds [b0, inf): there T >= G~ + (m - 1) b0. Returns 1 when that
+ * settles the unit's bound (out of time, or nothing fits). */
+static int bnb_relaxed(gunit *g, double *Gm, double *tm) {
+  search__unit *u = g->u;
+  if (dp_solve(u->run, g->s, &g->T, &g->D, INFINITY, 1)) { /* out of time: the static bound */
     u->complete = 0;
     return 1;
   }
@@ -1126,12 +1217,11 @@ static int push_solved(ival *iv, int n, double a, double b, double Gmin, double 
 /* Branch and bound on t_max (see the top of the file). The unit's bound is the least of its
  * open intervals' bounds and of the closed ones'; it stops when the open ones cannot bring
  * it below the best known / (1 + gap). */
-static int bnb(gunit *g, pp_err *err) {
+static int bnb_run(gunit *g, double a0, pp_err *err) {
   search__unit *u = g->u;
   const search__run *run = u->run;
-  double a0, tm, Gm, stop_gap = 1 + run->o->gap;
-  int st = bnb_start(g, &a0, &Gm, &tm, err);
-  if (st) return st < 0 ? err->code : PP_OK;
+  double tm, Gm, stop_gap = 1 + run->o->gap;
+  if (bnb_relaxed(g, &Gm, &tm)) return PP_OK;
   double resolved = INFINITY; /* least bound of the intervals closed so far */
   int cap = 64, n = 0, rc = PP_OK;
   ival *iv = malloc((size_t)cap * sizeof *iv);
@@ -1148,7 +1238,9 @@ static int bnb(gunit *g, pp_err *err) {
     double best_real = u->top.n ? u->top.e[0].cm.iter_time_s : INFINITY;
     double target = best_real < g->s->incumbent ? best_real : g->s->incumbent;
     u->bound_s = blb < resolved ? blb : resolved; /* the tail is inside G */
-    if (bi < 0 || blb * stop_gap >= target) break; /* closed intervals are final */
+    /* closed intervals are final: the open ones cannot bring the bound below what a cut-short
+     * enumeration fixed, nor matter once their bound reaches the stopping point */
+    if (bi < 0 || blb * stop_gap >= target || blb >= resolved) break;
     if (search__expired(run)) {
       u->complete = 0;
       break;
@@ -1212,6 +1304,33 @@ static int bnb(gunit *g, pp_err *err) {
   }
   free(iv);
   return rc;
+}
+
+/* The unit's bound: the branch and bound with the first boundary counted m times (p2p_bound);
+ * where that stops short (an enumeration cut by its cap), again with the slowest boundary
+ * shared out over the stages, which is tighter where a later boundary is the slow one (a
+ * pipeline across nodes after one inside a node). Both bound every plan of the unit: the
+ * larger holds; the plans either scores stay. */
+static int bnb(gunit *g, pp_err *err) {
+  search__unit *u = g->u;
+  double a0;
+  int st = bnb_start(g, &a0, err);
+  if (st) return st < 0 ? err->code : PP_OK;
+  int way = u->run->o->p2p_way;
+  double first = 0;
+  if (way != SEARCH_P2P_SHARED) {
+    g->D.shared = 0;
+    if (bnb_run(g, a0, err)) return err->code;
+    if (way == SEARCH_P2P_FIRST || u->complete || search__expired(u->run)) return PP_OK;
+    first = u->bound_s;
+  }
+  u->complete = 1;
+  p2p_share(g);
+  g->D.shared = 1;
+  g->D.mcap_solved = 0; /* the table holds the other way's solve */
+  if (bnb_run(g, a0, err)) return err->code;
+  if (first > u->bound_s) u->bound_s = first;
+  return PP_OK;
 }
 
 /* Whether every stage of p recomputes alike (a uniform plan does). */

@@ -18,13 +18,15 @@
  *   global space (every 1F1B pipeline of consecutive layers on consecutive blocks of the
  *   allowed sizes, every stage configuration, microbatch count, sp, ZeRO 0/1, each scored by
  *   cm_eval) and the uniform space: asked for gap 0, global is certified and its best is the
- *   brute-force optimum (its bound at most that), no worse than exhaustive's; two-level and
+ *   brute-force optimum (its bound at most that), no worse than exhaustive's (so too with the
+ *   slowest pipeline boundary bounded per stage only, SEARCH_P2P_SHARED); two-level and
  *   megatron (when they return a plan) are never better than global's best;
  * - global against brute force on 11 instances with several stage-count classes (8-12 layers;
  *   2-4 nodes of 2 or 4 GPUs, so blocks inside a node and of whole nodes, NVLink domains of 1,
  *   2 and 4 nodes; 9 and 10 nodes of one GPU) on a restricted space (tp <= 2, no cp,
  *   recompute none/full, ZeRO 0/1, 1F1B, at most 4 stages): at gap 0 and at 1% global is
- *   certified; a brute force of the non-uniform part (every pipeline of consecutive blocks,
+ *   certified, and at gap 0 with either way of bounding the slowest pipeline boundary alone
+ *   (SEARCH_P2P_FIRST, _SHARED) it proves the same optimum; a brute force of the non-uniform part (every pipeline of consecutive blocks,
  *   pruned where sum t_i + (m - 1) max t_i of its stages so far already reaches global's best,
  *   a claim checked against cm_eval at every plan it scores) finds no plan below global's gap-0
  *   best, and finds that plan when it is one of that part; the 1% run's bound is at most the
@@ -38,9 +40,12 @@
  *   h100-nvl256 global with --hierarchy node is certified, returns only plans of that space
  *   and none below the unrestricted run's bound, while --hierarchy domain (the 40 GPUs are one
  *   island) is bad usage naming the option;
- * - neighbours: on three pipelined cases (GPT-3 2.6B / 24 GPUs of dgx-h100 at 8 GiB, 13B / 24
- *   of dgx-a100 at 24 GiB, 6.7B / 40 of h100-nvl256 at 16 GiB; ZeRO 0/1, 1F1B) global at 1% is
- *   certified, and no plan one step from a pipeline of its top 5 (a stage boundary moved by a
+ * - neighbours: on four pipelined cases (GPT-3 2.6B / 24 GPUs of dgx-h100 at 8 GiB, 13B / 24
+ *   of dgx-a100 at 24 GiB, 6.7B / 40 of h100-nvl256 at 16 GiB, and 39B / 64 V100s of
+ *   p3.16xlarge, gbs 1536, bounded with the slowest boundary shared over the stages only;
+ *   ZeRO 0/1, 1F1B) global at 1% is certified, its bound at most its best and at most the
+ *   best of a run with the other way of bounding the slowest boundary (and that run's bound
+ *   at most its best), and no plan one step from a pipeline of its top 5 (a stage boundary moved by a
  *   layer, one stage's block split differently into tp x cp x dp, one stage's recomputation
  *   changed) scores below its bound;
  * - the torus period global relies on: on tpu-v4-torus at 4096 chips (16 x 16 x 16), blocks of
@@ -88,16 +93,21 @@ static void tiny_space(spec_model *m, spec_cluster *c, search_space *s) {
   search_space_default(4, s);
 }
 
-static int run(cm_model *cm, search_method me, int gbs, const search_space *sp, int threads,
-               double gap, search_result *r) {
+static int run_way(cm_model *cm, search_method me, int gbs, const search_space *sp,
+                   int threads, double gap, int p2p_way, search_result *r) {
   search_opts o;
   search_opts_default(me, gbs, &o);
   if (sp) o.space = *sp;
-  o.threads = threads, o.gap = gap, o.top = 5;
+  o.threads = threads, o.gap = gap, o.top = 5, o.p2p_way = p2p_way;
   pp_err err = {0};
   int rc = search_run(cm, &o, r, &err);
   if (rc && rc != PP_NOTIMPL) fprintf(stderr, "%s: %s\n", search_method_name(me), err.msg);
   return rc;
+}
+
+static int run(cm_model *cm, search_method me, int gbs, const search_space *sp, int threads,
+               double gap, search_result *r) {
+  return run_way(cm, me, gbs, sp, threads, gap, SEARCH_P2P_AUTO, r);
 }
 
 /* tp, pp, dp <= 2 with tp*pp*dp = 4 on 4 GPUs: (2,2,1) (2,1,2) (1,2,2); gbs 4: mbs divides
@@ -389,8 +399,9 @@ static void brute_force(void) {
       for (b.sp = 0; b.sp < 2; b.sp++)
         for (b.zero = 0; b.zero < 2; b.zero++) enumerate(&b, 0, 0, 0);
     }
-    search_result g, x, t, mg;
+    search_result g, gs, x, t, mg;
     CHECK(run(cm, SEARCH_GLOBAL, gbs, NULL, 2, 0, &g) == PP_OK);
+    CHECK(run_way(cm, SEARCH_GLOBAL, gbs, NULL, 2, 0, SEARCH_P2P_SHARED, &gs) == PP_OK);
     CHECK(run(cm, SEARCH_EXHAUSTIVE, gbs, NULL, 2, 0, &x) == PP_OK);
     double bfbest = b.best < x.best_s || !x.ntop ? b.best : x.best_s;
     printf("instance %d: %d layers, %d GPUs (%d/node), gbs %d, hbm %.0f GiB: brute force %ld "
@@ -404,6 +415,9 @@ static void brute_force(void) {
       CHECK(g.certified);
       CHECK(g.best_s <= bfbest * (1 + 1e-9));
       if (x.ntop) CHECK(g.best_s <= x.best_s * 1.001);
+      /* the slowest boundary shared over the stages alone: the same proof */
+      CHECK(gs.certified && gs.lower_bound_s <= bfbest * (1 + 1e-9));
+      CHECK(gs.ntop && gs.best_s <= bfbest * (1 + 1e-9));
     } else {
       CHECK_EQ(g.ntop, 0);
     }
@@ -416,6 +430,7 @@ static void brute_force(void) {
       search_result_clear(&mg);
     }
     search_result_clear(&g);
+    search_result_clear(&gs);
     search_result_clear(&x);
     cm_model_destroy(cm);
   }
@@ -591,8 +606,10 @@ static void brute_force_classes(void) {
     search_space s;
     restricted_space(sh[4], &s);
     s.hierarchy = sh[5];
-    search_result g0, g1, x, t;
+    search_result g0, g1, x, t, w[2];
     CHECK(run(cm, SEARCH_GLOBAL, sh[4], &s, 2, 0, &g0) == PP_OK);
+    CHECK(run_way(cm, SEARCH_GLOBAL, sh[4], &s, 2, 0, SEARCH_P2P_FIRST, &w[0]) == PP_OK);
+    CHECK(run_way(cm, SEARCH_GLOBAL, sh[4], &s, 2, 0, SEARCH_P2P_SHARED, &w[1]) == PP_OK);
     CHECK(run(cm, SEARCH_GLOBAL, sh[4], &s, 2, 0.01, &g1) == PP_OK);
     CHECK(run(cm, SEARCH_EXHAUSTIVE, sh[4], &s, 2, 0, &x) == PP_OK);
     int tl = run(cm, SEARCH_TWO_LEVEL, sh[4], &s, 1, 0, &t) == PP_OK;
@@ -622,6 +639,12 @@ static void brute_force_classes(void) {
       for (int k = 0; k < g0.ntop; k++) CHECK(search_island_plan_ok(&s, &c, &g0.top[k].plan));
       /* the brute force finds global's plan when it is one of the part it walks */
       if (contiguous(&g0.top[0].plan)) CHECK(bfb <= g0.best_s * (1 + 1e-9));
+      /* each way of bounding the slowest boundary alone proves the same optimum */
+      for (int k = 0; k < 2; k++) {
+        CHECK(w[k].certified);
+        CHECK(w[k].ntop && fabs(w[k].best_s - g0.best_s) <= 1e-9 * g0.best_s);
+        CHECK(w[k].lower_bound_s <= g0.best_s * (1 + 1e-9));
+      }
       /* at 1%: the bound is below the optimum and the gap is met */
       CHECK(g1.lower_bound_s <= g0.best_s * (1 + 1e-9));
       CHECK(g1.ntop && g1.best_s <= g1.lower_bound_s * 1.01 * (1 + 1e-9));
@@ -630,6 +653,8 @@ static void brute_force_classes(void) {
     search_result_clear(&g0);
     search_result_clear(&g1);
     search_result_clear(&x);
+    search_result_clear(&w[0]);
+    search_result_clear(&w[1]);
     cm_model_destroy(cm);
   }
 }
@@ -827,15 +852,20 @@ static int neighbours(nbr *b) {
 }
 
 static void neighbour_property(void) {
-  /* {model, cluster, GPUs, gbs, HBM GiB}: memory cut so that pipelines win */
+  /* {model, cluster, GPUs, gbs, HBM GiB, p2p way}: memory cut so that pipelines win; the
+   * last, 16 GiB V100s on 25 Gb/s Ethernet, pipelines across nodes after stages inside one,
+   * bounded with the slowest boundary shared over the stages only (the first boundary,
+   * inside a node, bounds it far below the others there) */
   static const struct {
     const char *model, *cluster;
     int gpus, gbs;
     double hbm;
+    int way;
   } cases[] = {
-      {"gpt3-2.6b", "dgx-h100", 24, 48, 8},
-      {"gpt3-13b", "dgx-a100", 24, 48, 24},
-      {"gpt3-6.7b", "h100-nvl256", 40, 40, 16},
+      {"gpt3-2.6b", "dgx-h100", 24, 48, 8, SEARCH_P2P_AUTO},
+      {"gpt3-13b", "dgx-a100", 24, 48, 24, SEARCH_P2P_AUTO},
+      {"gpt3-6.7b", "h100-nvl256", 40, 40, 16, SEARCH_P2P_AUTO},
+      {"gpt3-39b", "p3.16xlarge", 64, 1536, 16, SEARCH_P2P_SHARED},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     spec_model m;
@@ -852,7 +882,7 @@ static void neighbour_property(void) {
     CHECK(search_space_set(&s, "zero", "0,1", &err) == PP_OK);
     CHECK(search_space_set(&s, "schedules", "1f1b", &err) == PP_OK);
     search_result g;
-    CHECK(run(cm, SEARCH_GLOBAL, cases[i].gbs, &s, 2, 0.01, &g) == PP_OK);
+    CHECK(run_way(cm, SEARCH_GLOBAL, cases[i].gbs, &s, 2, 0.01, cases[i].way, &g) == PP_OK);
     nbr b = {.cm = cm, .m = &m, .c = &c, .bound = g.lower_bound_s};
     int plans = 0;
     for (int k = 0; k < g.ntop; k++) {
@@ -865,8 +895,17 @@ static void neighbour_property(void) {
            g.ntop ? g.top[0].plan.nstages : 0, g.lower_bound_s,
            g.certified ? "certified" : "NOT certified", plans, b.scored, b.below);
     CHECK(g.certified);
+    CHECK(g.ntop && g.lower_bound_s <= g.best_s * (1 + 1e-9));
     CHECK(b.scored > 0); /* the property was checked at all */
     CHECK_EQ(b.below, 0);
+    /* the other way of bounding the slowest boundary: each bound is at most either best */
+    search_result o;
+    int other = cases[i].way == SEARCH_P2P_SHARED ? SEARCH_P2P_FIRST : SEARCH_P2P_SHARED;
+    CHECK(run_way(cm, SEARCH_GLOBAL, cases[i].gbs, &s, 2, 0.01, other, &o) == PP_OK);
+    printf("  the other way: %.6g s, bound %.6g s\n", o.best_s, o.lower_bound_s);
+    CHECK(o.ntop && o.lower_bound_s <= g.best_s * (1 + 1e-9));
+    CHECK(g.lower_bound_s <= o.best_s * (1 + 1e-9));
+    search_result_clear(&o);
     search_result_clear(&g);
     cm_model_destroy(cm);
   }

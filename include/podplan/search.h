@@ -194,6 +194,8 @@ typedef struct search_cache search_cache;
 search_cache *search_cache_new(void);
 void search_cache_free(search_cache *c);
 
+enum { SEARCH_P2P_AUTO, SEARCH_P2P_FIRST, SEARCH_P2P_SHARED };
+
 typedef struct search_opts {
   search_method method;
   search_space space;
@@ -202,6 +204,10 @@ typedef struct search_opts {
   double time_limit_s;   /* 0: none; the best plan, bound and gap so far are returned */
   double gap;            /* global: stop when the gap is at most this (default 0.01; 0: prove
                             the optimum) */
+  int p2p_way;           /* global: how the bound takes the slowest pipeline boundary
+                            (search_global.c, p2p_bound): SEARCH_P2P_AUTO (default) the first
+                            boundary, and the per-stage share where that stops short; _FIRST or
+                            _SHARED one way only (tests, comparisons) */
   /* two-level (Alpa) */
   int island_domain;     /* 1: the fast island is the whole NVLink domain, not the node */
   int alpa_defaults;     /* Alpa's GPT benchmark settings (power-of-two sub-meshes, recompute,
