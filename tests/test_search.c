@@ -26,11 +26,12 @@
  *   2 and 4 nodes; 9 and 10 nodes of one GPU) on a restricted space (tp <= 2, no cp,
  *   recompute none/full, ZeRO 0/1, 1F1B, at most 4 stages): at gap 0 and at 1% global is
  *   certified, and at gap 0 with either way of bounding the slowest pipeline boundary alone
- *   (SEARCH_P2P_FIRST, _SHARED) it proves the same optimum; a brute force of the non-uniform part (every pipeline of consecutive blocks,
- *   pruned where sum t_i + (m - 1) max t_i of its stages so far already reaches global's best,
- *   a claim checked against cm_eval at every plan it scores) finds no plan below global's gap-0
- *   best, and finds that plan when it is one of that part; the 1% run's bound is at most the
- *   optimum and its best within 1% of its bound;
+ *   (SEARCH_P2P_FIRST, _SHARED) it proves the same optimum; a brute force of the non-uniform
+ *   part (every pipeline of consecutive blocks, pruned where sum t_i + (m - 1) max t_i of its
+ *   stages so far already reaches global's best, a claim checked against cm_eval at every
+ *   plan it scores) finds no plan below global's gap-0 best, and finds that plan when it is
+ *   one of that part; the 1% run's bound is at most the optimum and its best within 1% of
+ *   its bound;
  * - the two-level space's rule (search_island_stage_ok, islands of 8): blocks inside one island
  *   or on aligned, consecutive whole islands, TP/CP/EP groups inside one, and the contiguous
  *   form global uses (search_island_block_ok) agrees on every block; islands of a node and
@@ -45,9 +46,9 @@
  *   p3.16xlarge, gbs 1536, bounded with the slowest boundary shared over the stages only;
  *   ZeRO 0/1, 1F1B) global at 1% is certified, its bound at most its best and at most the
  *   best of a run with the other way of bounding the slowest boundary (and that run's bound
- *   at most its best), and no plan one step from a pipeline of its top 5 (a stage boundary moved by a
- *   layer, one stage's block split differently into tp x cp x dp, one stage's recomputation
- *   changed) scores below its bound;
+ *   at most its best), and no plan one step from a pipeline of its top 5 (a stage boundary
+ *   moved by a layer, one stage's block split differently into tp x cp x dp, one stage's
+ *   recomputation changed) scores below its bound;
  * - the torus period global relies on: on tpu-v4-torus at 4096 chips (16 x 16 x 16), blocks of
  *   4, 64, 256 and 1024 chips at offsets 0, 4, 60 and 128 are priced (stage time, TP/CP
  *   communication, memory; tp 1, 4, 16, cp 1 and 2) exactly as the same block one plane (256
