@@ -37,7 +37,7 @@ void search__tl_key(const search_opts *o, char *buf, size_t n) {
   snprintf(buf, n, "gbs=%d;pp=%d;tp=%d;dp=%d;mbs=%d;sp=%u;rc=%u;zero=%u;1f1b=%d;alpa=%d;"
                    "domain=%d;lc=%d;sweep=%d;lm=%d;top=%d",
            s->gbs, s->max_pp, s->max_tp, s->max_dp, s->max_mbs, s->sp, s->recompute,
-           s->zero & 3u, one_f1b, o->alpa_defaults, o->island_domain, o->layer_clusters,
+           s->zero, one_f1b, o->alpa_defaults, o->island_domain, o->layer_clusters,
            o->layer_sweep, o->logical_all, o->top);
 }
 

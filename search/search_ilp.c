@@ -11,11 +11,24 @@
  *   matmul Y = X W: N  all-reduce of dX in the backward (Megatron's f);
  *                   K  all-reduce of Y in the forward (Megatron's g);
  *                   KRS reduce-scatter of Y in the forward, all-gather of dY in the backward;
- *                   B, S  all-reduce of the weight gradient (default costs: 1/microbatches
- *                   of it per microbatch, where the caller sets microbatches; two-level
- *                   leaves it at 1 and so charges all of it, as Alpa's ILP, which does not
- *                   see gradient accumulation, does);
+ *                   B, S  the weight's state on a data axis (below);
  *   other operators: no communication of their own.
+ * The weight's state on a data axis (B or S) of n devices, by costs.zero (Alpa's
+ * prefer_reduce_scatter and force_zero_stage_3), g = grad_bytes and w = act_bytes (weights are
+ * held in the activations' precision) times the weight's elements on the axis group; a term
+ * paid once per iteration is charged 1/microbatches of it per microbatch (default costs, where
+ * the caller sets microbatches; two-level leaves it at 1 and so charges all of it, as Alpa's
+ * ILP, which does not see gradient accumulation, does):
+ *   zero 0     all-reduce(g) per iteration;
+ *   zero 1, 2  reduce-scatter(g) + all-gather(w) per iteration; Alpa's costs keep all-reduce(g):
+ *              its objective prices the all-reduce it rewrites after solving (alpa
+ *              tests/shard_parallel: a data-parallel objective is the parameters' all-reduce
+ *              with prefer_reduce_scatter too);
+ *   zero 3     all-gather(w) for the forward, again for the backward, and reduce-scatter(g),
+ *              every microbatch.
+ * Memory row: state_bytes per weight element over the weight's split; over the data axes'
+ * devices too, from zero 1 the optimizer's 12 bytes (fp32 master weights, two Adam moments),
+ * from zero 2 the gradient (state_bytes - 12 - act_bytes), at zero 3 the weights (act_bytes).
  * Compute (default costs only): an operator split over k of the mesh's n devices costs its
  * time x (1/k - 1/n), so an even split costs nothing and replication its redundant work (Alpa
  * sets compute to zero and does not allow replicated heavy operators; its costs do the same).
@@ -185,6 +198,31 @@ static unsigned char mm_out(unsigned char m) {
 static int is_weight_split(unsigned char m) {
   return m == SEARCH__AX_N || m == SEARCH__AX_K || m == SEARCH__AX_KRS;
 }
+static int is_data(unsigned char m) { return m == SEARCH__AX_B || m == SEARCH__AX_S; }
+
+/* A weight's state on data axis j, per microbatch (the header's table); elems: the weight's
+ * elements on the axis group. */
+static double weight_sync(const build *b, int j, double elems) {
+  const search__ilp_costs *c = b->c;
+  double g = c->grad_bytes * elems, w = c->act_bytes * elems;
+  double per = c->alpa ? 1.0 : 1.0 / (c->microbatches > 0 ? c->microbatches : 1);
+  if (c->zero >= 3)
+    return 2 * coll(b, j, CM_ALL_GATHER, w) + coll(b, j, CM_REDUCE_SCATTER, g);
+  if (c->zero >= 1 && !c->alpa)
+    return per * (coll(b, j, CM_REDUCE_SCATTER, g) + coll(b, j, CM_ALL_GATHER, w));
+  return per * coll(b, j, CM_ALL_REDUCE, g);
+}
+
+/* Bytes per device of a weight of `elems` elements split `wsplit` ways by the model axes and
+ * held by `dsplit` devices of data axes (the header's memory row). */
+static double weight_memory(const search__ilp_costs *c, double elems, double wsplit,
+                            double dsplit) {
+  double opt = 12, w = c->act_bytes, gr = c->state_bytes - opt - w;
+  if (gr < 0) gr = 0, opt = c->state_bytes - w > 0 ? c->state_bytes - w : 0;
+  double per = (c->zero >= 3 ? w / dsplit : w) + (c->zero >= 2 ? gr / dsplit : gr) +
+               (c->zero >= 1 ? opt / dsplit : opt);
+  return per * elems / wsplit;
+}
 
 /* Modes axis j offers an operator of kind k. */
 static int axis_modes(const build *b, int j, search__op_kind k, unsigned char *out) {
@@ -247,11 +285,12 @@ static int add_op(build *b, search__ilp_graph *g, const lop *o, pp_err *err) {
         }
         if (fmod(o->N, pn) != 0 || fmod(o->K, pk) != 0) continue;
       }
-      double t = 0, wsplit = 1, k = 1;
+      double t = 0, wsplit = 1, dsplit = 1, k = 1;
       for (int j = 0; j < 2; j++) {
         int ot = 1 - j, nj = b->n[j];
         if (md[j] != SEARCH__AX_R) k *= nj;
         if (mm && is_weight_split(md[j])) wsplit *= nj;
+        if (mm && is_data(md[j])) dsplit *= nj;
         if (nj <= 1 || !mm) continue;
         double in_o = li[ot] != SEARCH__AX_R ? b->n[ot] : 1;
         double out_o = lo[ot] != SEARCH__AX_R ? b->n[ot] : 1;
@@ -265,19 +304,14 @@ static int add_op(build *b, search__ilp_graph *g, const lop *o, pp_err *err) {
                coll(b, j, CM_ALL_GATHER, ab * o->tout->elems / out_o);
           break;
         case SEARCH__AX_B:
-        case SEARCH__AX_S: {
-          double w = c->grad_bytes * o->K * o->N / w_o;
-          double per = c->alpa ? 1.0 : 1.0 / (c->microbatches > 0 ? c->microbatches : 1);
-          t += per * coll(b, j, CM_ALL_REDUCE, w);
-          break;
-        }
+        case SEARCH__AX_S: t += weight_sync(b, j, o->K * o->N / w_o); break;
         default: break;
         }
       }
       if (!c->alpa) t += o->time_s * (1.0 / k - 1.0 / (b->n[0] * b->n[1]));
       if (ns >= MAX_STRAT) return pp_err_set(err, PP_INTERNAL, "ilp: too many strategies");
       cost[ns] = t;
-      mem[ns] = mm ? c->state_bytes * o->K * o->N / wsplit : 0;
+      mem[ns] = mm ? weight_memory(c, o->K * o->N, wsplit, dsplit) : 0;
       memcpy(modes[ns], md, 2);
       memcpy(b->lin[v][ns], li, 2);
       memcpy(b->lout[v][ns], lo, 2);

@@ -106,9 +106,17 @@ typedef struct search__ilp_costs {
   double act_bytes;      /* bytes per activation element (2) */
   double grad_bytes;     /* bytes per gradient element reduced */
   double state_bytes;    /* memory row: bytes per parameter (weights, gradients, optimizer) */
+  /* How the data axes (batch or sequence split) hold a weight's state and reduce its gradient,
+   * as Alpa's auto-sharding options: 0 replicated, gradients all-reduced; 1-2
+   * prefer_reduce_scatter (ZeRO-1 and -2): gradients reduce-scattered, the update sharded, the
+   * weights all-gathered, optimizer state (and at 2 gradients) sharded; 3 force_zero_stage_3:
+   * everything sharded, the weights all-gathered for the forward and again for the backward
+   * of every microbatch, gradients reduce-scattered every microbatch. */
+  int zero;
 } search__ilp_costs;
 /* Alpa's defaults: alpha (1, 1), beta (1, 0.1), 2-byte activations and gradients, 16 bytes of
- * state per parameter (fp16 weights and gradients, fp32 master weights and Adam moments). */
+ * state per parameter (fp16 weights and gradients, fp32 master weights and Adam moments),
+ * zero 0 (its GPT suite sets prefer_reduce_scatter: zero 1). */
 void search__ilp_costs_alpa(search__ilp_costs *c, int samples);
 
 /* Builds the operator graph of one transformer layer of model m: input, norm, QKV, attention,

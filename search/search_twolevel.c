@@ -28,7 +28,11 @@
  * 6. The microbatch count is an input to Alpa (its benchmarks grid-search it outside the
  *    tool): one pass per divisor of the global batch, ascending; so is sequence parallelism
  *    (one pass per allowed value; --alpa-defaults: off). ZeRO: 1 when allowed (Alpa's
- *    prefer_reduce_scatter shards the update), else 0.
+ *    prefer_reduce_scatter, which its GPT suite sets, shards the update), else 0; the ILP
+ *    prices the weights' state so (search_ilp.c). A stage of every GPU (pp = 1, Alpa's
+ *    shard-parallel mesh) also takes ZeRO 2 and 3 where allowed, each its own configuration
+ *    (the reduce-scatter of accumulated gradients and force_zero_stage_3; not with
+ *    --alpa-defaults, whose GPT suite sets neither).
  * 7. The DP's stages are placed as Alpa places sub-meshes (search__tl_place), built into a
  *    non-uniform 1F1B plan (search_plan_build) and scored by the full cost model
  *    (search__eval: pipeline bubble, stage-to-stage transfers, the data-parallel tail, which
@@ -274,7 +278,7 @@ int search__tl_place(const int *sizes, int n, int island, int *first) {
 /* ---- the method ------------------------------------------------------------------------- */
 
 #define MAX_SHAPES 64
-#define MAX_OPTS 64   /* configurations of one shape: logical meshes x recompute */
+#define MAX_OPTS 128  /* configurations of one shape: logical meshes x recompute x ZeRO */
 #define MAX_LMESH 64  /* logical meshes of one shape */
 
 typedef struct tl_shape {
@@ -291,7 +295,8 @@ typedef struct tl_state {
   int nsp, sps[2];
   int nrc;
   spec_recompute rcs[3];
-  int zero;
+  int zero;                  /* ZeRO of pipelines (-1: none allowed) */
+  int nzw, zw[3];            /* ZeRO stages a stage of every GPU takes (pp = 1) */
   int S;                     /* most stages */
   int lm_all;                /* logical meshes "all": mp up to the sub-mesh's devices */
   int widened;               /* Alpa's defaults, sub-meshes widened past 4 islands to cover */
@@ -304,6 +309,7 @@ typedef struct tl_state {
 typedef struct tl_opt {
   int lmesh[2], force;       /* logical mesh, batch forced on axis 0 */
   int tp, dp, expressible;
+  int zero;
   spec_recompute rc;
   cm_stage_coef coef;
 } tl_opt;
@@ -357,6 +363,17 @@ static double count_paths(const tl_state *st, const double *opts) {
   return tot;
 }
 
+/* The ZeRO stages shape m's configurations take (into z where given); returns the count. */
+static int shape_zeros(const tl_state *st, int m, int *z) {
+  if (st->shape[m].size == st->island * st->islands) {
+    if (z) memcpy(z, st->zw, sizeof st->zw);
+    return st->nzw;
+  }
+  if (st->zero < 0) return 0;
+  if (z) z[0] = st->zero;
+  return 1;
+}
+
 /* The whole space: every pass's paths (passes whose shapes offer as many configurations
  * share one count). */
 static double count_space(const tl_state *st, int gbs) {
@@ -369,7 +386,8 @@ static double count_space(const tl_state *st, int gbs) {
     double opts[MAX_SHAPES];
     for (int m = 0; m < M; m++) {
       int lm[MAX_LMESH][3];
-      opts[m] = (double)logical_meshes(&st->shape[m], gbs / st->Bs[b], st->lm_all, lm) * st->nrc;
+      opts[m] = (double)logical_meshes(&st->shape[m], gbs / st->Bs[b], st->lm_all, lm) *
+                st->nrc * shape_zeros(st, m, NULL);
     }
     int j;
     for (j = 0; j < nseen; j++)
@@ -470,9 +488,13 @@ static int tl_prepare(search__run *run, pp_err *err) {
     if (rcb & (1u << v)) st->rcs[st->nrc++] = (spec_recompute)v;
   unsigned zb = sp->zero ? sp->zero : 1;
   st->zero = zb & 2 ? 1 : zb & 1 ? 0 : -1;
-  if (st->zero < 0)
+  if (st->zero >= 0) st->zw[st->nzw++] = st->zero;
+  for (int z = 2; z <= 3 && !o->alpa_defaults; z++)
+    if (zb & (1u << z)) st->zw[st->nzw++] = z;
+  if (!st->nzw)
     snprintf(st->why, sizeof st->why,
-             "two-level: pipelines need ZeRO 0 or 1 (ZeRO 2 and 3 need pp = 1)");
+             "two-level: pipelines need ZeRO 0 or 1 (ZeRO 2 and 3 need pp = 1%s)",
+             o->alpa_defaults ? "; Alpa's GPT suite shards no more than ZeRO 1" : "");
   if (sp->schedules && !(sp->schedules & (1u << SPEC_SCHED_1F1B)))
     snprintf(st->why, sizeof st->why, "two-level: its plans run 1F1B, which the space excludes");
   st->tol = o->alpa_defaults ? 1.0 : INFINITY;
@@ -533,9 +555,10 @@ static int pass_options(search__unit *u, const tl_state *st, int B, int sp, tl_o
     const tl_shape *sh = &st->shape[m];
     tl_opt *ob = &opts[m * MAX_OPTS];
     int n = 0;
-    int lm[MAX_LMESH][3];
-    int nl = logical_meshes(sh, samples, st->lm_all, lm);
-    for (int l = 0; l < nl; l++) {
+    int lm[MAX_LMESH][3], zs[3];
+    int nl = logical_meshes(sh, samples, st->lm_all, lm), nz = shape_zeros(st, m, zs);
+    for (int zl = 0; zl < nz * nl; zl++) {
+      int zi = zl / nl, l = zl % nl;
       search__ilp_mesh mesh = {{lm[l][0], lm[l][1]}, gpus, lm[l][2]};
       search__ilp_costs co;
       search__ilp_costs_alpa(&co, samples);
@@ -545,7 +568,7 @@ static int pass_options(search__unit *u, const tl_state *st, int B, int sp, tl_o
         co.grad_bytes = cm_model_params(u->cm)->grad_comm_bytes;
         co.state_bytes = 2 + cm_model_params(u->cm)->grad_bytes + 12;
       }
-      co.allow_seq = sp;
+      co.allow_seq = sp, co.zero = zs[zi];
       search__ilp_graph g;
       pp_err e2 = {0};
       if (search__ilp_layer(&run->m, &mesh, &co, &g, &e2)) {
@@ -566,13 +589,18 @@ static int pass_options(search__unit *u, const tl_state *st, int B, int sp, tl_o
       if (!valid_cfg(run, mp.tp, mp.dp, samples, sp)) continue;
       int dup = 0;
       for (int q = 0; q < n; q++)
-        if (ob[q].tp == mp.tp && ob[q].dp == mp.dp) dup = 1;
+        if (ob[q].tp == mp.tp && ob[q].dp == mp.dp && ob[q].zero == zs[zi]) dup = 1;
       if (dup) continue;
-      for (int r = 0; r < st->nrc && n < MAX_OPTS; r++) {
+      for (int r = 0; r < st->nrc; r++) {
+        if (n >= MAX_OPTS) {
+          rc = pp_err_set(err, PP_INTERNAL, "two-level: more than %d configurations of a shape",
+                          MAX_OPTS);
+          goto done;
+        }
         tl_opt *x = &ob[n];
         x->lmesh[0] = lm[l][0], x->lmesh[1] = lm[l][1], x->force = lm[l][2];
         x->tp = mp.tp, x->dp = mp.dp, x->expressible = mp.expressible;
-        x->rc = st->rcs[r];
+        x->zero = zs[zi], x->rc = st->rcs[r];
         cm_stage_cfg cfg = {mp.tp, 1, mp.dp, 1, samples / mp.dp, sp, st->rcs[r]};
         if ((rc = cm_stage_coef_get(u->cm, &cfg, gpus, sh->size, &x->coef, err))) goto done;
         n++;
@@ -606,10 +634,10 @@ static int pass_table(search__unit *u, const tl_state *st, int B, const tl_opt *
         for (int q = 0; q < nopt[m]; q++) {
           const tl_opt *x = &opts[m * MAX_OPTS + q];
           int first = k == 0, last = i == L - 1;
-          double time = cm_stage_time(u->cm, &x->coef, layers, first, last, st->zero);
+          double time = cm_stage_time(u->cm, &x->coef, layers, first, last, x->zero);
           cm_memory m0, m1;
-          cm_stage_memory(u->cm, &x->coef, layers, first, last, st->zero, 0, &m0);
-          cm_stage_memory(u->cm, &x->coef, layers, first, last, st->zero, 1, &m1);
+          cm_stage_memory(u->cm, &x->coef, layers, first, last, x->zero, 0, &m0);
+          cm_stage_memory(u->cm, &x->coef, layers, first, last, x->zero, 1, &m1);
           double act = m1.total_gib - m0.total_gib, cap = c->gpu.hbm_gib;
           /* the most stages after it: in flight min(s, B) microbatches must fit */
           int succ;
@@ -639,7 +667,7 @@ static void stage_name(const tl_state *st, const search__tl_stage *s, const tl_o
 static void make_note(const tl_state *st, const tl_pass *p, const tl_counts *k, char *note,
                       size_t n) {
   int len = snprintf(note, n, "Alpa two-level: %d stages, %d microbatches, sp %s, zero %d: ",
-                     p->path.n, p->B, p->sp ? "on" : "off", st->zero);
+                     p->path.n, p->B, p->sp ? "on" : "off", p->opt[0].zero);
   for (int j = 0; j < p->path.n && len < (int)n;) {
     char a[128], b[128];
     stage_name(st, &p->path.st[j], &p->opt[j], a, sizeof a);
@@ -795,8 +823,8 @@ static int tl_search(search__unit *u, pp_err *err) {
       }
       spec_plan plan;
       pp_err e2 = {0};
-      if (search_plan_build(stages, n, o->space.gbs, B, sp, st->zero, &run->m, &run->c, &plan,
-                            &e2)) {
+      if (search_plan_build(stages, n, o->space.gbs, B, sp, pass->opt[0].zero, &run->m, &run->c,
+                            &plan, &e2)) {
         if (e2.code != PP_PLAN) {
           rc = pp_err_set(err, e2.code, "%s", e2.msg);
           goto done;

@@ -346,7 +346,7 @@ static void plan_traits(const spec_plan *p, const spec_model *m, const spec_clus
     trait(buf, n, "interleaved 1F1B, %d chunks per stage (two-level: 1F1B)", p->vpp);
   else if (p->schedule != SPEC_SCHED_1F1B)
     trait(buf, n, "the %s schedule (two-level: 1F1B)", spec_schedule_name(p->schedule));
-  if (p->zero >= 2) trait(buf, n, "ZeRO-%d (two-level: ZeRO-1 at most)", p->zero);
+  if (p->zero >= 2) trait(buf, n, "ZeRO-%d (Alpa's GPT suite: ZeRO-1 at most)", p->zero);
   if (norecomp) trait(buf, n, "%s", STUDY__TRAIT_RECOMPUTE);
   spec_layout_free(&l);
 }

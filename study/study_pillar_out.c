@@ -346,8 +346,8 @@ static void write_fabric_sentence(FILE *f, const fabric_sum *s) {
             x->max_gap > 0 ? ")" : "", island[j], x->within, x->ran, x->certified);
   }
   if (s->nalgo)
-    fprintf(f, ". Two-level's algorithm (open, with its narrower knobs: no cp, ep, ZeRO 0 or "
-               "2/3, interleaving) trails the two-level space's optimum (island = node) by a "
+    fprintf(f, ". Two-level's algorithm (open, with its narrower knobs: no cp, ep or "
+               "interleaving, ZeRO 2/3 only on one stage) trails the two-level space's optimum (island = node) by a "
                "median %+.1f%%", 100 * median(s->algo, s->nalgo));
   if (s->limited) fprintf(f, " (global stopped early in %d: its bound is looser there)", s->limited);
   if (s->nalpa)

@@ -7,6 +7,13 @@
  *    a 2x2 mesh with the batch forced onto axis 0 (Alpa's 2-D logical meshes) and an unforced
  *    2x2 mesh, each priced both ways: by the cost model (dgx-h100 GPUs 0-3) and by Alpa's
  *    alpha-beta weights, with and without sequence-split strategies: the same objective value;
+ *  - the weights' state on a data axis (Alpa's prefer_reduce_scatter and force_zero_stage_3):
+ *    on a (4, 1) mesh of gpt3-1.3b with Alpa's weights, a batch-split matmul costs the
+ *    all-reduce of its gradient at zero 0 and 1 (Alpa rewrites it after solving) and two
+ *    all-gathers of its weights plus a reduce-scatter at zero 3, by Alpa's published
+ *    alpha-beta formulas; its memory is 16 bytes a parameter, 4 + 12/4 and 16/4; with the cost
+ *    model's prices over 8 microbatches zero 1 costs less than zero 3, which pays every
+ *    microbatch, and CBC and the enumeration agree at every zero;
  *  - the mapping of solutions: Alpa's weights put Megatron's tensor split on the cheap axis 1
  *    of a forced (2, 4) mesh (tp 4, dp 2, as Alpa's GPT-15B plan) and a layout with every heavy
  *    operator split by batch maps to data parallelism. */
@@ -91,27 +98,77 @@ static void layers(void) {
     CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
     for (size_t k = 0; k < sizeof meshes / sizeof meshes[0]; k++)
       for (int alpa = 0; alpa < 2; alpa++)
-        for (int seq = 0; seq < 2; seq++) {
+        for (int seq = 0; seq < 2; seq++)
+          for (int zero = 0; zero <= 3; zero += 3) {
           search__ilp_mesh mesh = {{meshes[k].shape[0], meshes[k].shape[1]}, gpus,
                                    meshes[k].force};
           search__ilp_costs co;
           search__ilp_costs_alpa(&co, 4);
           if (!alpa) co.alpa = 0, co.cm = cm, co.grad_bytes = 4;
-          co.allow_seq = seq;
+          co.allow_seq = seq, co.zero = zero;
           search__ilp_graph g;
           int rc = search__ilp_layer(&m, &mesh, &co, &g, &err);
           if (rc) fprintf(stderr, "%s: %s\n", models[mi], err.msg);
           CHECK_EQ(rc, PP_OK);
           char what[128];
-          snprintf(what, sizeof what, "%s on %dx%d%s, %s costs%s", models[mi], mesh.shape[0],
-                   mesh.shape[1], mesh.force_batch0 ? " (batch on axis 0)" : "",
-                   alpa ? "Alpa's" : "the cost model's", seq ? ", sequence splits" : "");
+          snprintf(what, sizeof what, "%s on %dx%d%s, %s costs%s, zero %d", models[mi],
+                   mesh.shape[0], mesh.shape[1], mesh.force_batch0 ? " (batch on axis 0)" : "",
+                   alpa ? "Alpa's" : "the cost model's", seq ? ", sequence splits" : "", zero);
           CHECK(g.nops >= 11);
           same(&g, what);
           search__ilp_graph_free(&g);
         }
     cm_model_destroy(cm);
   }
+}
+
+/* The qkv matmul of a (4, 1) mesh with the batch forced on axis 0 (its one strategy) at a
+ * zero, Alpa's weights or the cost model's prices over 8 microbatches. */
+static search__ilp_strat qkv_at(const spec_model *m, cm_model *cm, int zero, int ops) {
+  int gpus[4] = {0, 1, 2, 3};
+  search__ilp_mesh mesh = {{4, 1}, gpus, 1};
+  search__ilp_costs co;
+  search__ilp_costs_alpa(&co, 8);
+  if (cm) co.alpa = 0, co.cm = cm, co.microbatches = 8;
+  co.zero = zero;
+  search__ilp_graph g;
+  pp_err err = {0};
+  CHECK_EQ(search__ilp_layer(m, &mesh, &co, &g, &err), PP_OK);
+  search__ilp_strat s = {0};
+  CHECK_EQ(g.op[2].nstrat, 1);
+  CHECK(!strcmp(g.op[2].name, "qkv"));
+  if (g.op[2].nstrat == 1) s = g.op[2].s[0];
+  CHECK(g.nops == ops);
+  same(&g, cm ? "qkv, the cost model's prices" : "qkv, Alpa's weights");
+  search__ilp_graph_free(&g);
+  return s;
+}
+
+static void state_sharding(void) {
+  spec_model m;
+  spec_cluster c;
+  pp_err err = {0};
+  CHECK_EQ(spec_model_load("gpt3-1.3b", &m, &err), PP_OK);
+  CHECK_EQ(spec_cluster_load("dgx-h100", 8, &c, &err), PP_OK);
+  double W = (double)m.hidden * 3 * m.hidden, n = 4, f = (n - 1) / n;
+  /* Alpa's LogicalDeviceMesh, alpha = beta = 1 on axis 0, 2-byte gradients and weights */
+  double ar = 1 + 2 * f * 2 * W + 0.01, ag = 1 + f * 2 * W + 0.1, rs = 1 + f * 2 * W + 0.001;
+  search__ilp_strat z0 = qkv_at(&m, NULL, 0, 11), z1 = qkv_at(&m, NULL, 1, 11);
+  search__ilp_strat z3 = qkv_at(&m, NULL, 3, 11);
+  CHECK_NEAR(z0.cost, ar, 1e-12);
+  CHECK_NEAR(z1.cost, ar, 1e-12);
+  CHECK_NEAR(z3.cost, 2 * ag + rs, 1e-12);
+  CHECK_NEAR(z0.mem, 16 * W, 1e-12);
+  CHECK_NEAR(z1.mem, (2 + 2 + 12 / n) * W, 1e-12);
+  CHECK_NEAR(z3.mem, 16 / n * W, 1e-12);
+  cm_model *cm = NULL;
+  CHECK_EQ(cm_model_create(&m, &c, NULL, &cm, &err), PP_OK);
+  search__ilp_strat d0 = qkv_at(&m, cm, 0, 11), d1 = qkv_at(&m, cm, 1, 11);
+  search__ilp_strat d3 = qkv_at(&m, cm, 3, 11);
+  CHECK(d0.cost > 0 && d1.cost > 0);
+  CHECK(d3.cost > 4 * d1.cost); /* paid 8 times an iteration, not once */
+  CHECK(d1.mem < d0.mem && d3.mem < d1.mem);
+  cm_model_destroy(cm);
 }
 
 static void mapping(void) {
@@ -158,6 +215,7 @@ int main(void) {
   }
   tiny();
   layers();
+  state_sharding();
   mapping();
   return check_status();
 }
