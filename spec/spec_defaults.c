@@ -15,6 +15,10 @@
   "Blackwell): NVLink SHARP runs on Hopper and later NVSwitches; NVIDIA blog 'Upgrading "      \
   "Multi-GPU Interconnectivity with the Third-Generation NVIDIA NVSwitch'"
 
+/* Ethernet switches reduce nothing. */
+#define ETH_NO_SHARP                                                                          \
+  "Ethernet switches have no SHARP (in-network reduction is an InfiniBand Quantum feature)"
+
 /* Every InfiniBand generation here has SHARP in its switches, yet the default is off. */
 #define SHARP_OFF                                                                             \
   "NCCL reduces in IB switches only through CollNet, which is off by default (NCCL "          \
@@ -30,6 +34,7 @@ typedef struct gpu_gen {
 } gpu_gen;
 
 static const gpu_gen gpu_gens[] = {
+    {{"v100-16g"}, "Volta V100, NVLink2 (hybrid cube mesh, or NVSwitch gen1 in DGX-2)", 0.6, 0},
     {{"a100-40g", "a100-80g"}, "Ampere A100, NVLink3, NVSwitch gen2", 0.6, 0},
     {{"h100-sxm"}, "Hopper H100, NVLink4, NVSwitch gen3", 0.6, 1},
     {{"h200"}, "Hopper H200, NVLink4, NVSwitch gen3", 0.6, 1},
@@ -65,11 +70,30 @@ static const nic_gen nic_gens[SPEC_NNICS] = {
     [SPEC_NIC_ROCE400] = {"roce-400g", "RoCE 400GbE, Spectrum-4 SN5600", 400, 0, 2.7, 128, 0,
                           "NVIDIA Spectrum-4 SN5000 2U Switch Systems Hardware User Manual: "
                           "SN5600 64 ports of 800 GbE, each split into 2x 400 GbE",
-                          "Ethernet switches have no SHARP (in-network reduction is an "
-                          "InfiniBand Quantum feature)"},
+                          ETH_NO_SHARP},
+    [SPEC_NIC_EDR] = {"edr", "InfiniBand EDR 100G, Switch-IB 2 SB7800", 100, 1, 2.7, 36, 0,
+                      "Mellanox SB7800 InfiniBand EDR 100Gb/s Switch System product brief: 36 "
+                      "ports of 100 Gb/s",
+                      "Switch-IB 2 switches have SHARP (v1), but " SHARP_OFF},
+    [SPEC_NIC_OPA100] = {"opa-100", "Intel Omni-Path 100, Edge Switch 100 Series", 100, 0, 2.7,
+                         48, 0,
+                         "Intel Omni-Path Edge Switch 100 Series product brief: 24 or 48 ports "
+                         "of 100 Gb/s (the 48-port 100SWE48)",
+                         "Omni-Path switches reduce nothing for NCCL (no CollNet plugin for "
+                         "them); NCCL reaches them through verbs or the OFI plugin"},
+    [SPEC_NIC_ROCE100] = {"roce-100g", "RoCE 100GbE, Spectrum SN2700", 100, 0, 2.7, 32, 0,
+                          "Mellanox SN2700 Open Ethernet Switch product brief: 32 ports of "
+                          "100 GbE",
+                          ETH_NO_SHARP},
+    [SPEC_NIC_ROCE25] = {"roce-25g", "RoCE 25GbE, Spectrum SN2410", 25, 1, 2.7, 48, 0,
+                         "Mellanox SN2410 Open Ethernet Switch product brief: 48 ports of "
+                         "25 GbE (and 8 of 100 GbE for uplinks)",
+                         ETH_NO_SHARP},
 };
 
-const char *const spec__nic_names[] = {"auto", "hdr", "ndr", "xdr", "roce-400g", NULL};
+const char *const spec__nic_names[] = {"auto",    "hdr",       "ndr",      "xdr",
+                                       "roce-400g", "edr",      "opa-100", "roce-100g",
+                                       "roce-25g",  NULL};
 
 const char *spec_nic_name(spec_nic k) {
   return (unsigned)k < SPEC_NNICS ? spec__nic_names[k] : "?";
@@ -93,6 +117,19 @@ static const nic_gen *nic_gen_of(const spec_network *n, int *inferred) {
       return &nic_gens[k];
     }
   return NULL;
+}
+
+/* "hdr 200, ndr 400, ..." (with_speed) or "hdr, ndr, ...". */
+static void nic_list(char *buf, size_t n, int with_speed) {
+  buf[0] = '\0';
+  for (int k = SPEC_NIC_AUTO + 1; k < SPEC_NNICS; k++) {
+    size_t len = strlen(buf);
+    if (with_speed)
+      snprintf(buf + len, n - len, "%s%s %g", len ? ", " : "", nic_gens[k].name,
+               nic_gens[k].gbps);
+    else
+      snprintf(buf + len, n - len, "%s%s", len ? ", " : "", nic_gens[k].name);
+  }
 }
 
 static void gpu_list(char *buf, size_t n) {
@@ -122,11 +159,13 @@ int spec__cluster_fill_defaults(spec_cluster *c, unsigned missing, const char *o
   if ((missing & (1u << SPEC_DEF_NVL_INR)) && gg) nv->in_network_reduce = gg->nvls;
   if (net->kind == SPEC_NET_FAT_TREE) {
     if (missing & (1u << SPEC_DEF_NET_NIC_GBPS)) {
-      if (net->nic == SPEC_NIC_AUTO)
+      if (net->nic == SPEC_NIC_AUTO) {
+        char names[256];
+        nic_list(names, sizeof names, 0);
         return pp_err_set(err, PP_INPUT,
-                          "%s: network.nic_gbps: missing (give it, or network.nic: one of hdr, "
-                          "ndr, xdr, roce-400g)",
-                          o);
+                          "%s: network.nic_gbps: missing (give it, or network.nic: one of %s)", o,
+                          names);
+      }
       net->nic_gbps = nic_gens[net->nic].gbps;
     } else if (net->nic != SPEC_NIC_AUTO && net->nic_gbps != nic_gens[net->nic].gbps) {
       return pp_err_set(err, PP_INPUT,
@@ -136,12 +175,15 @@ int spec__cluster_fill_defaults(spec_cluster *c, unsigned missing, const char *o
     int inferred;
     const nic_gen *ng = nic_gen_of(net, &inferred);
     if (missing & (1u << SPEC_DEF_NET_LATENCY)) {
-      if (!ng)
+      if (!ng) {
+        char names[256];
+        nic_list(names, sizeof names, 1);
         return pp_err_set(err, PP_INPUT,
                           "%s: network.latency_us: missing, and %g Gbit/s NICs have no listed "
-                          "default (NICs with defaults: hdr 200, ndr 400, xdr 800, roce-400g; "
-                          "name one in network.nic or give the latency)",
-                          o, net->nic_gbps);
+                          "default (NICs with defaults, Gbit/s: %s; name one in network.nic or "
+                          "give the latency)",
+                          o, net->nic_gbps, names);
+      }
       net->latency_us = ng->latency_us;
     }
     if ((missing & (1u << SPEC_DEF_NET_RADIX)) && ng) net->switch_radix = ng->radix;

@@ -1,6 +1,7 @@
 /* Cluster defaults and NVLink partitions on the real spec loader and the real cost model:
  * - a cluster written from a paper (GPU, GPUs per node, NVLink bandwidth, NIC speed and count)
- *   gets every other figure from its GPU and NIC generation; spec_cluster_defaults() names
+ *   gets every other figure from its GPU and NIC generation, older papers' too (V100, EDR
+ *   InfiniBand inferred from 100 Gbit/s, Omni-Path and 100 GbE named, 25 GbE inferred); spec_cluster_defaults() names
  *   each one, and the canonical JSON carries the values and re-parses to the same cluster;
  * - paper specs of dgx-a100, dgx-h100, dgx-b200 and gb200-nvl72 predict exactly what the
  *   presets predict (the generation defaults are the presets' figures);
@@ -98,6 +99,9 @@ static void paper_specs(void) {
       {"a100-80g", "\"nic_gbps\":200", 40, 0, 200},  {"h200", "\"nic_gbps\":400", 64, 1, 400},
       {"b200", "\"nic_gbps\":800", 144, 1, 800},      {"gb200", "\"nic\":\"xdr\"", 144, 1, 800},
       {"h100-sxm", "\"nic\":\"roce-400g\"", 128, 1, 400},
+      /* older papers' clusters: EDR (inferred from 100), Omni-Path, 100 and 25 GbE, V100 */
+      {"v100-16g", "\"nic_gbps\":100", 36, 0, 100}, {"v100-16g", "\"nic\":\"opa-100\"", 48, 0, 100},
+      {"a100-40g", "\"nic\":\"roce-100g\"", 32, 0, 100}, {"v100-16g", "\"nic_gbps\":25", 48, 0, 25},
   };
   for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
     char js[512];
@@ -110,6 +114,8 @@ static void paper_specs(void) {
     CHECK_EQ(g.network.switch_radix, gens[i].radix);
     CHECK_EQ(g.nvlink.in_network_reduce, gens[i].nvls);
     CHECK_NEAR(g.network.nic_gbps, gens[i].gbit, 1e-12);
+    CHECK_NEAR(g.nvlink.latency_us, 0.6, 1e-12);
+    CHECK_NEAR(g.network.latency_us, 2.7, 1e-12);
   }
   /* a figure the spec gives is never replaced */
   spec_cluster given = load("{\"name\":\"g\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8,"

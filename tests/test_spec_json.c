@@ -121,12 +121,14 @@ static const bad_case cases[] = {
     {"--cluster", "{\"name\":\"g\",\"gpu\":\"gb200\",\"gpus\":128,\"gpus_per_node\":4," GB_NVL("0")
                   "," GB_NET "}",
      0, "nvlink.domain_gpus_used: must be >= 1 GPUs, got 0"},
-    {"--cluster", "{\"name\":\"v\",\"gpu\":\"v100-16g\",\"gpus\":64,\"gpus_per_node\":8,"
-                  "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":150}," NET_FT "}",
-     0, "nvlink.latency_us: missing, and GPU 'v100-16g' has no listed default"},
+    {"--cluster", "{\"name\":\"v\",\"gpu\":{\"name\":\"mi300x\",\"bf16_tflops\":1307,"
+                  "\"hbm_gib\":192,\"hbm_tbps\":5.3},\"gpus\":64,\"gpus_per_node\":8,"
+                  "\"nvlink\":{\"domain_gpus\":8,\"gbps_per_gpu\":448}," NET_FT "}",
+     0, "nvlink.latency_us: missing, and GPU 'mi300x' has no listed default"},
     {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8," NVL8
-                  ",\"network\":{\"kind\":\"fat-tree\",\"nic_gbps\":100,\"nics_per_node\":8}}",
-     0, "network.latency_us: missing, and 100 Gbit/s NICs have no listed default"},
+                  ",\"network\":{\"kind\":\"fat-tree\",\"nic_gbps\":56,\"nics_per_node\":8}}",
+     0, "network.latency_us: missing, and 56 Gbit/s NICs have no listed default (NICs with "
+        "defaults, Gbit/s: hdr 200, ndr 400, xdr 800, roce-400g 400, edr 100, opa-100 100"},
     {"--cluster", "{\"name\":\"c\",\"gpu\":\"h100-sxm\",\"gpus\":64,\"gpus_per_node\":8," NVL8
                   ",\"network\":{\"kind\":\"fat-tree\",\"nic\":\"hdr\",\"nic_gbps\":400,\"nics_per_node\":8}}",
      0, "network.nic_gbps: 400 Gbit/s, but network.nic hdr runs at 200"},

@@ -76,13 +76,18 @@ typedef struct spec_nvlink {
 } spec_nvlink;
 
 /* Scale-out NIC generations with listed defaults (network.nic); SPEC_NIC_AUTO ("auto", the
- * default): the InfiniBand generation of nic_gbps (200 HDR, 400 NDR, 800 XDR), if any. */
+ * default): the generation nic_gbps stands for (100 EDR, 200 HDR, 400 NDR, 800 XDR: the
+ * InfiniBand of that speed; 25: 25 GbE, which no InfiniBand runs at), if any. */
 typedef enum {
   SPEC_NIC_AUTO,     /* not named: inferred from nic_gbps */
   SPEC_NIC_HDR,      /* InfiniBand HDR, 200 Gbit/s */
   SPEC_NIC_NDR,      /* InfiniBand NDR, 400 Gbit/s */
   SPEC_NIC_XDR,      /* InfiniBand XDR, 800 Gbit/s */
   SPEC_NIC_ROCE400,  /* RoCE over 400 GbE */
+  SPEC_NIC_EDR,      /* InfiniBand EDR, 100 Gbit/s */
+  SPEC_NIC_OPA100,   /* Intel Omni-Path, 100 Gbit/s */
+  SPEC_NIC_ROCE100,  /* RoCE over 100 GbE */
+  SPEC_NIC_ROCE25,   /* RoCE over 25 GbE */
   SPEC_NNICS
 } spec_nic;
 
