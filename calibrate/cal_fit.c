@@ -17,7 +17,16 @@
  * a factor e even at 1% scatter (most often: one that moves the predictions only as others
  * together do) is undetermined: it goes back to its prior and the rest is refitted, unless
  * that fits worse by more than one residual variance, when it keeps its fitted value (what
- * the fit's predictions are made with); the others' sigmas are taken with it held. */
+ * the fit's predictions are made with); the others' sigmas are taken with it held.
+ * Regularisation (prior_noise s > 0): one more residual per fitted parameter,
+ * s (u_j - u0_j) / b_j, u0_j its prior and b_j its band (cm_params_band; 1, a factor e,
+ * without one) in fit space (a parameter fitted as itself: the band times the prior's
+ * magnitude, or a quarter of its range), so the fit is the MAP estimate under Gaussian priors
+ * of those widths and measurements of log noise s; the covariance is then the posterior's.
+ * CAL_PRIOR_AUTO picks s among cal_prior_noises by k-fold cross-validation over groups (the
+ * plain fit is one of them), and flags a fit whose cross-validated error is above the priors'.
+ * Drivers: Cook's distance D_i = f_i^2 h_ii / (p s2 (1 - h_ii)^2) of each fitted observation
+ * at the end point (f the weighted residual, h_ii the leverage from J (J^T W J)^-1 J^T). */
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_matrix.h>
@@ -76,9 +85,17 @@ typedef struct problem {
   unsigned char *kept;         /* [np] 1: fitted, then held at its value out of the fit */
   unsigned char *undetermined; /* [np] 1: left uncertain by more than a factor e (or moving
                                   nothing nearby): at its prior, or kept, out of the fit */
+  double pw;         /* the prior rows' weight: prior_noise^2 (0: none) */
+  double *u0, *band; /* [np] prior and band in fit space */
   pp_err *err;
   int failed;        /* a model could not be built (err says why) */
 } problem;
+
+/* Rows of the least-squares system: the fitted observations, then one per fitted parameter
+ * when regularised. */
+static size_t nrows(const problem *P) { return P->nuse + (P->pw > 0 ? P->nact : 0); }
+
+const double cal_prior_noises[] = {0, 0.3, 0.1, 0.03, -1};
 
 /* The value at fit-space point u before clamping into the bounds. */
 static double raw_value(const fitp *f, double u) { return f->logscale ? exp(u) - f->shift : u; }
@@ -198,6 +215,10 @@ static int gsl_f(const gsl_vector *x, void *arg, gsl_vector *f) {
     return GSL_EFAILED;
   }
   for (size_t i = 0; i < P->nuse; i++) gsl_vector_set(f, i, r[i]);
+  for (size_t a = 0; P->pw > 0 && a < P->nact; a++) {
+    size_t j = P->act[a];
+    gsl_vector_set(f, P->nuse + a, sqrt(P->pw) * (P->u[j] - P->u0[j]) / P->band[j]);
+  }
   free(r);
   return GSL_SUCCESS;
 }
@@ -365,9 +386,10 @@ enum { RUN_MORE = -1 };
 
 static int run_lm(problem *P, gsl_multifit_nlinear_workspace *w, gsl_vector *x,
                   const gsl_vector *wts, int maxit, double *chi2, int *iters) {
-  gsl_multifit_nlinear_fdf fdf = {.f = gsl_f, .df = NULL, .fvv = NULL, .n = P->nuse,
+  gsl_multifit_nlinear_fdf fdf = {.f = gsl_f, .df = NULL, .fvv = NULL, .n = nrows(P),
                                   .p = P->nact, .params = P};
-  int info, st = gsl_multifit_nlinear_winit(x, wts, &fdf, w);
+  gsl_vector_const_view wv = gsl_vector_const_subvector(wts, 0, nrows(P));
+  int info, st = gsl_multifit_nlinear_winit(x, &wv.vector, &fdf, w);
   if (!st)
     st = gsl_multifit_nlinear_driver((size_t)maxit, 1e-10, 1e-10, 1e-12, NULL, NULL, &info, w);
   *iters += (int)gsl_multifit_nlinear_niter(w);
@@ -408,7 +430,7 @@ static int descend(problem *P, const cal_opts *o, int starts, const gsl_vector *
   size_t p = P->nact;
   gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
   gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust,
-                                                                 &fp, P->nuse, p);
+                                                                 &fp, nrows(P), p);
   gsl_vector *x = gsl_vector_alloc(p), *best = gsl_vector_alloc(p);
   int rc = PP_OK, maxit = o->max_iter > 0 ? o->max_iter : 200, found = 0, more = 0;
   double best_chi2 = INFINITY, chi2;
@@ -523,10 +545,33 @@ static double spread(const fitp *f, double u, double c, double s2) {
   return f->logscale ? su : su / (fabs(u) > 0 ? fabs(u) : 1e-300);
 }
 
+/* The three fitted observations of the largest Cook's distance at the end point (J, f: the
+ * weighted Jacobian and residuals, cov = (J^T W J)^-1, s2 the residual variance) into r. */
+static void drivers(const problem *P, const gsl_matrix *J, const gsl_vector *f,
+                    const gsl_matrix *cov, double s2, cal_result *r) {
+  size_t p = P->nact;
+  r->ndrivers = 0;
+  for (size_t i = 0; i < P->nuse && s2 > 0 && p > 0; i++) {
+    double h = 0;
+    for (size_t a = 0; a < p; a++)
+      for (size_t b = 0; b < p; b++)
+        h += gsl_matrix_get(J, i, a) * gsl_matrix_get(cov, a, b) * gsl_matrix_get(J, i, b);
+    double fi = gsl_vector_get(f, i);
+    double d = h < 1 ? fi * fi * h / ((double)p * s2 * (1 - h) * (1 - h)) : INFINITY;
+    int n = r->ndrivers;
+    if (!(d > 0) || (n == 3 && d <= r->driver_cook[2])) continue;
+    int k = n < 3 ? n : 2;
+    if (n < 3) r->ndrivers++;
+    for (; k > 0 && r->driver_cook[k - 1] < d; k--)
+      r->driver[k] = r->driver[k - 1], r->driver_cook[k] = r->driver_cook[k - 1];
+    r->driver[k] = P->use[i], r->driver_cook[k] = d;
+  }
+}
+
 /* One pass over P->act: the sigmas into r, and in *worst the index (into P->act) of the most
  * undetermined parameter, (size_t)-1 when none is. */
 static int sigmas(problem *P, const gsl_vector *wts, cal_result *r, size_t *worst) {
-  size_t n = P->nuse, p = P->nact;
+  size_t n = nrows(P), p = P->nact;
   gsl_multifit_nlinear_fdf fdf = {.f = gsl_f, .df = NULL, .fvv = NULL, .n = n, .p = p,
                                   .params = P};
   gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
@@ -541,7 +586,8 @@ static int sigmas(problem *P, const gsl_vector *wts, cal_result *r, size_t *wors
     goto done;
   }
   for (size_t a = 0; a < p; a++) gsl_vector_set(x, a, P->u[P->act[a]]);
-  gsl_multifit_nlinear_winit(x, wts, &fdf, w); /* evaluates f and J at x */
+  gsl_vector_const_view wv = gsl_vector_const_subvector(wts, 0, n);
+  gsl_multifit_nlinear_winit(x, &wv.vector, &fdf, w); /* evaluates f and J at x */
   if (P->failed) {
     rc = P->err->code;
     goto done;
@@ -563,6 +609,7 @@ static int sigmas(problem *P, const gsl_vector *wts, cal_result *r, size_t *wors
     double su = c > 0 && isfinite(c) ? sqrt(c * s2) : 0;
     r->params[j].sigma = f->logscale ? (v + f->shift) * su : su;
   }
+  drivers(P, gsl_multifit_nlinear_jac(w), gsl_multifit_nlinear_residual(w), cov, s2, r);
 done:
   gsl_multifit_nlinear_free(w);
   gsl_vector_free(x);
@@ -651,12 +698,14 @@ static int fit_active(problem *P, const cal_opts *o, gsl_vector *wts, gsl_vector
 
 /* The fit, then the uncertainties. */
 static int solve(problem *P, const cal_opts *o, cal_result *r) {
-  gsl_vector *wts = gsl_vector_alloc(P->nuse), *wn = gsl_vector_alloc(P->nuse);
+  gsl_vector *wts = gsl_vector_alloc(P->nuse + P->np + 1),
+             *wn = gsl_vector_alloc(P->nuse + P->np + 1);
   if (!wts || !wn) {
     gsl_vector_free(wts), gsl_vector_free(wn);
     return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
   }
-  gsl_vector_set_all(wts, 1.0);
+  gsl_vector_set_all(wts, 1.0); /* the prior rows keep weight 1 */
+  gsl_vector_set_all(wn, 1.0);
   int rc = fit_active(P, o, wts, wn, r);
   if (!rc) rc = uncertainty(P, o, wts, r);
   gsl_vector_free(wts), gsl_vector_free(wn);
@@ -669,20 +718,30 @@ void cal_result_free(cal_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
-            const cal_obs *obs, size_t n, const cal_opts *o, cal_result *out, pp_err *err) {
-  cal_opts dflt = {0};
-  if (!o) o = &dflt;
-  memset(out, 0, sizeof *out);
-  gsl_set_error_handler_off(); /* GSL reports through return codes here, never aborts */
-  if (n < 2) return pp_err_set(err, PP_INPUT, "calibrate: %zu measurement(s): too few to fit", n);
-  if (!(o->holdout >= 0 && o->holdout <= 0.9))
-    return pp_err_set(err, PP_INPUT, "calibrate: holdout %g: must be 0 .. 0.9", o->holdout);
-  for (size_t i = 0; i < n; i++)
-    if (check_obs(c, &obs[i], i, err)) return err->code;
+/* Each tried parameter's prior and band in fit space (P->u0, P->band). */
+static int prior_rows(problem *P) {
+  P->u0 = calloc(P->np + 1, sizeof *P->u0);
+  P->band = calloc(P->np + 1, sizeof *P->band);
+  if (!P->u0 || !P->band) return pp_err_set(P->err, PP_NOMEM, "calibrate: out of memory");
+  for (size_t j = 0; j < P->np; j++) {
+    const fitp *f = &P->p[j];
+    double b;
+    if (cm_params_band(f->name, &b)) b = 1; /* no validated band: a factor e */
+    P->u0[j] = to_fit(f, f->prior);
+    P->band[j] = f->logscale ? b : b * (fabs(f->prior) > 0 ? fabs(f->prior) : (f->hi - f->lo) / 4);
+  }
+  return PP_OK;
+}
+
+/* The fit at o->prior_noise (>= 0). */
+static int fit_once(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+                    const cal_obs *obs, size_t n, const cal_opts *o, cal_result *out,
+                    pp_err *err) {
   problem P = {.m = m, .c = c, .base = prior, .obs = obs, .err = err};
+  P.pw = o->prior_noise > 0 ? o->prior_noise * o->prior_noise : 0;
   int rc = tried_params(obs, n, o, prior, &P.p, &P.np, err);
   if (rc) return rc;
+  out->prior_noise = o->prior_noise > 0 ? o->prior_noise : 0;
   out->nobs = n;
   out->nparams = P.np;
   out->params = calloc(P.np + 1, sizeof *out->params);
@@ -700,6 +759,7 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
     rc = pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
     goto done;
   }
+  if ((rc = prior_rows(&P))) goto done;
   for (size_t j = 0; j < P.np; j++) {
     snprintf(out->params[j].name, sizeof out->params[j].name, "%s", P.p[j].name);
     out->params[j].prior = out->params[j].value = P.p[j].prior;
@@ -726,7 +786,7 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
                     "prediction of these %zu measurements; nothing to fit", P.np, P.nuse);
     goto done;
   }
-  if (P.nuse < P.nact + 1) {
+  if (P.pw == 0 && P.nuse < P.nact + 1) {
     rc = pp_err_set(err, PP_INPUT, "calibrate: %zu fitted measurements for %zu informed "
                     "parameters: at least %zu needed; nothing stored", P.nuse, P.nact,
                     P.nact + 1);
@@ -754,11 +814,89 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
   }
   out->fit_error = sqrt(s / (double)P.nuse);
   out->fit_error_before = sqrt(s0 / (double)P.nuse);
+  out->worse = out->nheld > 0 && out->held_mape_after > out->held_mape_before;
 done:
   free(P.p), free(P.u), free(P.undetermined), free(P.kept), free(P.use), free(P.act), free(all);
+  free(P.u0), free(P.band);
   free(r0);
   if (rc) cal_result_free(out);
   return rc;
+}
+
+/* RMS of log(pred / measured) over obs[0..n). */
+static double rms_log(const double *pred, const cal_obs *obs, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = resid(pred[i], obs[i].time_s);
+    s += e * e;
+  }
+  return n ? sqrt(s / (double)n) : 0;
+}
+
+/* CAL_PRIOR_AUTO: the prior_noise of cal_prior_noises whose fit predicts the observations the
+ * fit uses (not aside, not held out) best in cross-validation (*noise, *cv_best), and the
+ * priors' error on them (*cv_prior). A candidate a fold cannot fit (too few observations, no
+ * convergence) is passed over; when none can be cross-validated (fewer than 2 groups), 0.1
+ * and errors 0. */
+static int choose_noise(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+                        const cal_obs *obs, size_t n, const cal_opts *o, double *noise,
+                        double *cv_best, double *cv_prior, pp_err *err) {
+  unsigned char *held = calloc(n + 1, 1);
+  cal_obs *sub = malloc((n + 1) * sizeof *sub);
+  double *cv = malloc((n + 1) * sizeof *cv), *pred = malloc((n + 1) * sizeof *pred);
+  size_t ns = 0;
+  int rc = held && sub && cv && pred && choose_held(n, o->holdout, o->seed, held) != (size_t)-1
+               ? PP_OK
+               : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  *noise = 0.1, *cv_best = *cv_prior = 0;
+  for (size_t i = 0; !rc && i < n; i++)
+    if (!held[i] && !obs[i].aside) sub[ns++] = obs[i];
+  if (!rc) rc = cal_predict(m, c, prior, NULL, sub, ns, pred, err);
+  double best = INFINITY;
+  int k = o->cv_folds > 1 ? o->cv_folds : 5;
+  for (size_t q = 0; !rc && cal_prior_noises[q] >= 0; q++) {
+    cal_opts fo = *o;
+    fo.prior_noise = cal_prior_noises[q], fo.holdout = 0;
+    int folds = 0;
+    rc = cal_cv_folds(m, c, prior, sub, ns, &fo, k, cv, &folds, err);
+    if (rc == PP_INPUT) { /* some fold cannot be fitted at this value */
+      pp_err_clear(err);
+      rc = PP_OK;
+      continue;
+    }
+    if (rc || folds < 2) break;
+    double e = rms_log(cv, sub, ns);
+    if (e < best - 1e-12) best = e, *noise = cal_prior_noises[q];
+  }
+  if (!rc && isfinite(best)) *cv_best = best, *cv_prior = rms_log(pred, sub, ns);
+  free(held), free(sub), free(cv), free(pred);
+  return rc;
+}
+
+int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+            const cal_obs *obs, size_t n, const cal_opts *o, cal_result *out, pp_err *err) {
+  cal_opts dflt = {0};
+  if (!o) o = &dflt;
+  memset(out, 0, sizeof *out);
+  gsl_set_error_handler_off(); /* GSL reports through return codes here, never aborts */
+  if (n < 2) return pp_err_set(err, PP_INPUT, "calibrate: %zu measurement(s): too few to fit", n);
+  if (!(o->holdout >= 0 && o->holdout <= 0.9))
+    return pp_err_set(err, PP_INPUT, "calibrate: holdout %g: must be 0 .. 0.9", o->holdout);
+  if (!(o->prior_noise >= 0 || o->prior_noise == CAL_PRIOR_AUTO))
+    return pp_err_set(err, PP_INPUT, "calibrate: prior noise %g: must be >= 0 (or auto)",
+                      o->prior_noise);
+  for (size_t i = 0; i < n; i++)
+    if (check_obs(c, &obs[i], i, err)) return err->code;
+  if (o->prior_noise >= 0) return fit_once(m, c, prior, obs, n, o, out, err);
+  double noise, cv_best, cv_prior;
+  int rc = choose_noise(m, c, prior, obs, n, o, &noise, &cv_best, &cv_prior, err);
+  if (rc) return rc;
+  cal_opts fo = *o;
+  fo.prior_noise = noise;
+  if ((rc = fit_once(m, c, prior, obs, n, &fo, out, err))) return rc;
+  out->cv_error = cv_best, out->cv_error_prior = cv_prior;
+  out->worse |= cv_prior > 0 && cv_best > cv_prior;
+  return PP_OK;
 }
 
 /* ---- a calibration's JSON ----------------------------------------------------------------- */
@@ -839,34 +977,60 @@ int cal_params_apply(cm_params *p, const char *json, const char *origin, pp_err 
   return PP_OK;
 }
 
-int cal_cv(const spec_model *m, const spec_cluster *c, const cm_params *prior, const cal_obs *obs,
-           size_t n, const cal_opts *o, int k, double *cv, pp_err *err) {
+/* Each non-aside observation's fold: its group's position in a seeded shuffle of the groups
+ * (in order of first appearance; an observation of group 0 is a group of its own), modulo k.
+ * fold[i] = -1 for one aside. Returns the number of groups, or -1 when out of memory. */
+static long fold_of(const cal_obs *obs, size_t n, int k, unsigned seed, int *fold) {
+  long *key = malloc((n + 1) * sizeof *key);
+  size_t *gi = malloc((n + 1) * sizeof *gi), *perm = malloc((n + 1) * sizeof *perm), ng = 0;
+  if (!key || !gi || !perm) {
+    free(key), free(gi), free(perm);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    fold[i] = -1;
+    if (obs[i].aside) continue;
+    long kk = obs[i].group > 0 ? obs[i].group : -(long)i - 1;
+    size_t g = 0;
+    while (g < ng && key[g] != kk) g++;
+    if (g == ng) key[ng++] = kk;
+    gi[i] = g;
+  }
+  for (size_t g = 0; g < ng; g++) perm[g] = g;
+  unsigned s = seed ? seed : 0x9e3779b9u;
+  for (size_t i = ng; i > 1; i--) { /* the same shuffle as the hold-out's */
+    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+    size_t j = s % i, t = perm[i - 1];
+    perm[i - 1] = perm[j], perm[j] = t;
+  }
+  for (size_t a = 0; a < ng; a++) key[perm[a]] = (long)(a % (size_t)k); /* group -> fold */
+  for (size_t i = 0; i < n; i++)
+    if (!obs[i].aside) fold[i] = (int)key[gi[i]];
+  free(key), free(gi), free(perm);
+  return (long)ng;
+}
+
+int cal_cv_folds(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+                 const cal_obs *obs, size_t n, const cal_opts *o, int k, double *cv, int *nfolds,
+                 pp_err *err) {
+  *nfolds = 0;
   if (k < 2) return pp_err_set(err, PP_INPUT, "calibrate: %d folds: at least 2", k);
-  size_t *idx = malloc((n + 1) * sizeof *idx), m_in = 0;
+  int *fold = malloc((n + 1) * sizeof *fold);
   cal_obs *train = malloc((n + 1) * sizeof *train), *test = malloc((n + 1) * sizeof *test);
   size_t *where = malloc((n + 1) * sizeof *where);
   double *pred = malloc((n + 1) * sizeof *pred);
-  int rc = idx && train && test && where && pred ? PP_OK
-                                                 : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
-  for (size_t i = 0; !rc && i < n; i++) {
-    cv[i] = 0;
-    if (!obs[i].aside) idx[m_in++] = i;
-  }
-  unsigned s = o->seed ? o->seed : 0x9e3779b9u;
-  for (size_t i = m_in; !rc && i > 1; i--) { /* the same shuffle as the hold-out's */
-    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
-    size_t j = s % i, t = idx[i - 1];
-    idx[i - 1] = idx[j], idx[j] = t;
-  }
+  long ng = fold && train && test && where && pred ? fold_of(obs, n, k, o->seed, fold) : -1;
+  int rc = ng >= 0 ? PP_OK : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");
+  for (size_t i = 0; i < n; i++) cv[i] = 0;
   cal_opts fo = *o;
   fo.holdout = 0;
   for (int f = 0; !rc && f < k; f++) {
     size_t ntr = 0, nte = 0;
-    for (size_t a = 0; a < m_in; a++)
-      if ((int)(a % (size_t)k) == f)
-        where[nte] = idx[a], test[nte++] = obs[idx[a]];
-      else
-        train[ntr++] = obs[idx[a]];
+    for (size_t i = 0; i < n; i++)
+      if (fold[i] == f)
+        where[nte] = i, test[nte++] = obs[i];
+      else if (fold[i] >= 0)
+        train[ntr++] = obs[i];
     if (!nte) continue;
     cal_result r;
     if ((rc = cal_fit(m, c, prior, train, ntr, &fo, &r, err))) {
@@ -876,7 +1040,14 @@ int cal_cv(const spec_model *m, const spec_cluster *c, const cm_params *prior, c
     rc = cal_predict(m, c, prior, &r, test, nte, pred, err);
     for (size_t t = 0; !rc && t < nte; t++) cv[where[t]] = pred[t];
     cal_result_free(&r);
+    (*nfolds)++;
   }
-  free(idx), free(train), free(test), free(where), free(pred);
+  free(fold), free(train), free(test), free(where), free(pred);
   return rc;
+}
+
+int cal_cv(const spec_model *m, const spec_cluster *c, const cm_params *prior, const cal_obs *obs,
+           size_t n, const cal_opts *o, int k, double *cv, pp_err *err) {
+  int folds;
+  return cal_cv_folds(m, c, prior, obs, n, o, k, cv, &folds, err);
 }

@@ -262,6 +262,19 @@ char *cal_summary_json(const cal_result *r, const cal_obs *obs) {
                         r->held_mape_after, "rms_log_before", r->fit_error_before,
                         "rms_log_after", r->fit_error, "collectives_by_size",
                         rg ? rg : json_null());
+  json_t *dr = json_array();
+  for (int k = 0; dr && k < r->ndrivers; k++)
+    json_array_append_new(dr, json_pack("{s:I, s:f}", "id", (json_int_t)obs[r->driver[k]].id,
+                                        "cook", r->driver_cook[k]));
+  if (o) {
+    json_object_set_new(o, "prior_noise", json_real(r->prior_noise));
+    json_object_set_new(o, "cv_rms_log", json_real(r->cv_error));
+    json_object_set_new(o, "cv_rms_log_prior", json_real(r->cv_error_prior));
+    json_object_set_new(o, "worse_than_prior", json_boolean(r->worse));
+    json_object_set_new(o, "drivers", dr ? dr : json_null());
+  } else {
+    json_decref(dr);
+  }
   char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
   json_decref(o);
   return s;

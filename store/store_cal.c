@@ -267,7 +267,9 @@ int store_latest_calibration(store *s, const char *cluster_name, int64_t *id, pp
   sqlite3_stmt *st = NULL;
   if (store__prepare(s,
                      "SELECT k.id FROM calibrations k JOIN clusters c ON c.id = k.cluster_id"
-                     " WHERE ?1 IS NULL OR c.name = ?1 ORDER BY k.id DESC LIMIT 1",
+                     " WHERE (?1 IS NULL OR c.name = ?1) AND NOT (json_valid(k.holdout_json)"
+                     " AND coalesce(json_extract(k.holdout_json, '$.worse_than_prior'), 0))"
+                     " ORDER BY k.id DESC LIMIT 1",
                      &st, err))
     return err->code;
   if (cluster_name)
@@ -278,8 +280,9 @@ int store_latest_calibration(store *s, const char *cluster_name, int64_t *id, pp
   if (rc == SQLITE_ROW)
     *id = sqlite3_column_int64(st, 0);
   else if (rc == SQLITE_DONE)
-    ret = pp_err_set(err, PP_NOTFOUND, "%s: no calibration%s%s", s->path,
-                     cluster_name ? " of cluster " : "", cluster_name ? cluster_name : "");
+    ret = pp_err_set(err, PP_NOTFOUND, "%s: no calibration%s%s (one that predicts what it did "
+                     "not fit worse than the priors is never the latest: name it by id)",
+                     s->path, cluster_name ? " of cluster " : "", cluster_name ? cluster_name : "");
   else
     ret = store__fail(s->db, s->path, "finding the latest calibration", rc, err);
   sqlite3_finalize(st);

@@ -127,6 +127,13 @@ static void to_obs(study_cal_job *j) {
   }
 }
 
+/* The group of observation i: 1 + the index of the first observation of its run (its key). */
+static int group_of(const study_cal_job *j, size_t i) {
+  for (size_t k = 0; k < i; k++)
+    if (j->key[k] && strcmp(j->key[k], j->key[i]) == 0) return (int)k + 1;
+  return (int)i + 1;
+}
+
 /* --holdout plans: a third of the runs (seeded), every observation of them, out of the fit. */
 static int hold_out_plans(unsigned seed, study_cal_job *j) {
   int nr = 0, idx[4096];
@@ -267,7 +274,10 @@ static int fit_and_store(const study_cal_opts *o, study_cal_job *j, pp_err *err)
   cm_params_default(&m, &prior);
   char buf[1024];
   const char *names[64];
-  cal_opts co = {.holdout = o->holdout, .seed = o->seed, .robust = o->robust};
+  cal_opts co = {.holdout = o->holdout, .seed = o->seed, .robust = o->robust,
+                 .prior_noise = o->prior_noise};
+  for (size_t i = 0; i < j->n; i++) /* a run's observations cross-validate together */
+    j->obs[i].group = j->key[i] ? group_of(j, i) : 0;
   j->nheld_out = o->holdout_plans ? hold_out_plans(o->seed, j) : 0;
   if (o->holdout_plans && j->nheld_out == 0)
     return pp_err_set(err, PP_INPUT, "--holdout plans: %s has fewer than 3 runs of the cluster's "
@@ -523,10 +533,12 @@ static int runs_fit(const study_cal_opts *o, study_cal_runs *f, pp_err *err) {
   }
   char buf[1024];
   const char *names[64];
-  cal_opts co = {.seed = o->seed, .robust = o->robust};
+  cal_opts co = {.seed = o->seed, .robust = o->robust, .prior_noise = o->prior_noise,
+                 .cv_folds = o->folds};
   if ((rc = fit_names(o, buf, sizeof buf, names, 64, &co, err))) return rc;
   const study_run *x0 = &f->runs[0];
   if ((rc = cal_fit(&x0->m, &x0->c, &x0->prm, f->obs, (size_t)f->n, &co, &f->r, err))) return rc;
+  co.prior_noise = f->r.prior_noise; /* the folds fit as the whole did */
   if ((rc = cal_cv(&x0->m, &x0->c, &x0->prm, f->obs, (size_t)f->n, &co, o->folds, f->cv, err)))
     return rc;
   f->ng = cal_group_errors(f->obs, f->group, (size_t)f->n, f->r.before, f->r.after, f->cv, f->g,
@@ -552,8 +564,9 @@ static json_t *groups_json(const study_cal_runs *f) {
 /* One calibration per cluster (by name) of the fitted runs, the same values in each. */
 static int runs_store(const study_cal_opts *o, study_cal_runs *f, pp_err *err) {
   char *pj = cal_params_json(&f->r), *rj = cal_residuals_json(&f->r, f->obs);
-  json_t *sum = json_pack("{s:s, s:i, s:O}", "runs", o->runs, "folds", o->folds, "by_source",
-                          f->by_source);
+  json_t *sum = json_pack("{s:s, s:i, s:O, s:f, s:b}", "runs", o->runs, "folds", o->folds,
+                          "by_source", f->by_source, "prior_noise", f->r.prior_noise,
+                          "worse_than_prior", f->r.worse);
   char *hj = sum ? json_dumps(sum, JSON_COMPACT) : NULL;
   json_decref(sum);
   int rc = pj && rj && hj ? PP_OK : pp_err_set(err, PP_NOMEM, "calibrate: out of memory");

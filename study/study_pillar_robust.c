@@ -7,9 +7,10 @@
  *
  * The draws. A parameter the case's calibration fitted (informed) is drawn from its
  * posterior: normal around the fitted value with the fit's sigma. Every other parameter of
- * the band table below is drawn log-normally around its value, exp(N(0, s)) times it, with s
- * its validated relative error (the README's accuracy table: the end-to-end error of the
- * Megatron recipes for the compute efficiencies, the nccl-tests fits for the collectives).
+ * the band table (cm_params_band) is drawn log-normally around its value, exp(N(0, s))
+ * times it, with s its validated relative error (the README's accuracy table: the end-to-end
+ * error of the Megatron recipes for the compute efficiencies, the nccl-tests fits for the
+ * collectives).
  * Draws are clamped to the parameter's range (cm_params_bounds); they are independent (no
  * correlation between parameters is known). GSL's Mersenne Twister, seeded per case from
  * its key, so a rerun gives the same fractions. */
@@ -24,28 +25,6 @@
 #include "podplan/store.h"
 #include "study_int.h"
 
-/* One standard deviation of each parameter's relative error, and where it comes from. */
-static const struct band {
-  const char *name;
-  double rel;
-} bands[] = {
-    /* compute: the target set's end-to-end MAPE is 8.9%, the kept-aside sets' 17.5-18.6%
-     * (README, accuracy); compute dominates those iterations */
-    {"gemm_eff", 0.10},
-    {"attn_fwd_eff", 0.10},
-    {"attn_bwd_eff", 0.10},
-    {"hbm_eff", 0.15},          /* memory-bound ops: not validated apart; the wider band */
-    {"kernel_us", 0.30},
-    /* collectives: one 8-GPU node's all-reduce within 5.2% of nccl-tests; across nodes and
-     * NVLink domains 34 of 44 curves within 15% */
-    {"eff.nvlink", 0.05},
-    {"eff.nvlink_up", 0.10},
-    {"eff.net", 0.15},
-    {"eff.spine", 0.15},
-    {"eff.torus", 0.15},
-    {"eff.nvls", 0.05},
-};
-#define NBANDS (sizeof bands / sizeof bands[0])
 
 /* The rungs whose spaces lie in global's: the least of them is global's time in a draw. */
 static int in_global(study__pm m) {
@@ -128,15 +107,15 @@ static double list_value(const char *list, const char *name) {
 static int draw(gsl_rng *g, const cm_params *base, const char *posterior, cm_params *out,
                 pp_err *err) {
   *out = *base;
-  for (size_t i = 0; i < NBANDS; i++) {
-    double v, lo, hi, sigma = list_value(posterior, bands[i].name);
+  for (size_t i = 0; i < cm_params_band_count(); i++) {
+    const char *name = cm_params_band_name(i);
+    double v, lo, hi, band, sigma = list_value(posterior, name);
     int is_int;
-    if (cm_params_get(base, bands[i].name, &v) ||
-        cm_params_bounds(bands[i].name, &lo, &hi, &is_int))
+    if (cm_params_get(base, name, &v) || cm_params_bounds(name, &lo, &hi, &is_int) ||
+        cm_params_band(name, &band))
       continue;
-    double x = sigma > 0 ? v + gsl_ran_gaussian(g, sigma)
-                         : v * exp(gsl_ran_gaussian(g, bands[i].rel));
-    if (cm_params_set(out, bands[i].name, fmin(hi, fmax(lo, x)), err)) return err->code;
+    double x = sigma > 0 ? v + gsl_ran_gaussian(g, sigma) : v * exp(gsl_ran_gaussian(g, band));
+    if (cm_params_set(out, name, fmin(hi, fmax(lo, x)), err)) return err->code;
   }
   return PP_OK;
 }

@@ -11,8 +11,8 @@
  *     `--show ID --json` reads it back; the text form prints the table and the size ranges, and
  *     --plots draws with gnuplot the fit and the residuals as PNG and SVG (into a folder made
  *     with its missing parent);
- *     bad input (a holdout of 2, a cluster without measurements, an unknown parameter, a
- *     parameter nothing informs, a calibration that does not exist): one line on stderr,
+ *     bad input (a holdout of 2, a prior noise of -1, a cluster without measurements, an unknown
+ *     parameter, a parameter nothing informs, a calibration that does not exist): one line on stderr,
  *     exit 2, no new calibration row;
  *     the calibration in use: `predict --collective all_gather` with it lands nearer the log's
  *     times at 4 KiB, 1 MiB and 256 MiB than without; `predict`, `simulate`, `search
@@ -333,6 +333,8 @@ int main(int argc, char **argv) {
   bad(b4, "nothing to fit");
   const char *b5[] = {"calibrate", "--show", "99", NULL};
   bad(b5, "no calibration with id 99");
+  const char *b6[] = {"calibrate", "--cluster", "dgx-h100", "--prior-noise", "-1", NULL};
+  bad(b6, "--prior-noise: '-1' is not auto, off or a noise in log");
 
   uses(id);
   runs(argv[3]);

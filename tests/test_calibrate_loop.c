@@ -12,8 +12,11 @@
  *     sigma, or at its bound), the fit's objective falls (the errors
  *     are printed: under ctest -j load they need not fall), each plan reported with its
  *     measured, before and after times; one calibration row, its inputs naming the search run
- *     and the six run keys. `--show` reads it back; `predict --calibration latest` on cpu-host
- *     gives another time than without it.
+ *     and the six run keys; the fit regularised by cross-validation over the runs (its noise,
+ *     its error and the priors', whether it is worse than the priors, its drivers in the JSON).
+ *     `--show` reads it back; `predict --calibration ID` on cpu-host gives another time than
+ *     without it, and `--calibration latest` the same time, or, when the fit is flagged worse
+ *     than the priors, refuses it.
  *     Bad input: a search run that does not exist, a launcher that cannot start, a launched
  *     run that fails, --device cuda on a search of CPU ranks: a message on stderr naming it
  *     (the failed run's own output may precede it), exit 2 (1 for the failed run), no new
@@ -140,6 +143,16 @@ int main(int argc, char **argv) {
   CHECK(num(j, "rms_log_after", NULL) < num(j, "rms_log_before", NULL));
   CHECK(num(j, "holdout_mape_before", NULL) > 0);
   CHECK(json_object_get(j, "kendall_tau_after") != NULL);
+  /* regularised by cross-validation over the runs (each run's observations one group) */
+  CHECK(num(j, "prior_noise", NULL) >= 0);
+  CHECK(num(j, "cv_rms_log", NULL) > 0 && num(j, "cv_rms_log_prior", NULL) > 0);
+  CHECK(json_is_array(json_object_get(j, "drivers")));
+  json_t *wf = json_object_get(j, "worse_than_prior");
+  CHECK(json_is_boolean(wf));
+  int worse = json_is_true(wf);
+  printf("prior noise %g, cross-validated RMS log %.4f (priors %.4f), worse than the priors %d\n",
+         num(j, "prior_noise", NULL), num(j, "cv_rms_log", NULL), num(j, "cv_rms_log_prior", NULL),
+         worse);
   long long id = (long long)num(j, "calibration_id", NULL);
   json_decref(j);
   tu_run_free(&r);
@@ -164,13 +177,24 @@ int main(int argc, char **argv) {
   CHECK_CONTAINS(r.out, "gemm_eff");
   tu_run_free(&r);
 
-  /* the calibration in use: another time than the priors' */
+  /* the calibration in use: another time than the priors'; `latest` takes it unless it is
+   * flagged worse than the priors (then only its id does, and latest finds none) */
   const char *pred0[] = {"predict", "--model", model, "--cluster", "cpu-host", "--gpus", "2",
                          "--plan", "tp=2,mbs=2,gbs=8", "--json", NULL};
   const char *pred1[] = {"predict", "--model", model, "--cluster", "cpu-host", "--gpus", "2",
                          "--plan", "tp=2,mbs=2,gbs=8", "--calibration", "latest", "--json", NULL};
-  double t0 = iter_time(pred0), t1 = iter_time(pred1);
-  CHECK(t1 > 0 && t0 > 0 && t1 != t0);
+  const char *pred2[] = {"predict", "--model", model, "--cluster", "cpu-host", "--gpus", "2",
+                         "--plan", "tp=2,mbs=2,gbs=8", "--calibration", ids, "--json", NULL};
+  double t0 = iter_time(pred0), t2 = iter_time(pred2);
+  CHECK(t2 > 0 && t0 > 0 && t2 != t0);
+  if (!worse) {
+    CHECK(iter_time(pred1) == t2);
+  } else {
+    run(pred1, &r);
+    CHECK(r.status != 0);
+    CHECK_CONTAINS(r.err, "never the latest");
+    tu_run_free(&r);
+  }
 
   /* bad input */
   const char *nosuch[] = {"calibrate", "--from-search", "99", "--launch", launch, NULL};

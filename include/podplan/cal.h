@@ -51,6 +51,8 @@ typedef struct cal_obs {
   const spec_plan *plan;
   const cm_params *base;
   int aside;       /* 1: never fitted (kept aside to check the model); reported as held out */
+  int group;       /* cross-validation holds out a group's observations together (a run's
+                      ops and its iteration); 0: a group of its own */
 } cal_obs;
 
 /* The parameters measurements of each kind can inform, by name (NULL-terminated). */
@@ -63,7 +65,18 @@ typedef struct cal_opts {
   unsigned seed;            /* which ones (the same seed, the same choice) */
   int robust;               /* 1: Cauchy weights, refitted until they settle */
   int max_iter;             /* trust-region iterations (0: 200) */
+  /* Regularisation toward the priors: the fit minimises sum r_i^2 + s^2 sum z_j^2, z_j the
+   * j-th fitted parameter's distance from its prior in units of its band (cm_params_band;
+   * a factor e without one), s = prior_noise the measurements' noise in log the bands are
+   * weighed against (a MAP estimate with Gaussian priors). 0: none (the plain fit);
+   * CAL_PRIOR_AUTO: chosen by cross-validation among cal_prior_noises (folds: cv_folds, by
+   * group), the plain fit included. */
+  double prior_noise;
+  int cv_folds;             /* CAL_PRIOR_AUTO: folds (0: 5) */
 } cal_opts;
+#define CAL_PRIOR_AUTO (-1.0)
+/* The prior_noise values CAL_PRIOR_AUTO tries (0: the plain fit), terminated by a negative. */
+extern const double cal_prior_noises[];
 
 typedef struct cal_param {
   char name[40];
@@ -91,6 +104,17 @@ typedef struct cal_result {
   double fit_error;          /* RMS of log(predicted / measured) after, fitted observations */
   double fit_error_before;   /* the same with the prior values (what the fit lowers) */
   int iterations;            /* trust-region iterations (summed over robust passes) */
+  double prior_noise;        /* the regularisation used (0: none) */
+  /* CAL_PRIOR_AUTO: RMS of log(predicted / measured) of the fitted observations, each
+   * predicted by the fit of the other folds at the chosen prior_noise, and with the prior
+   * values (0 when not cross-validated) */
+  double cv_error, cv_error_prior;
+  int worse;                 /* 1: the fit predicts measurements it did not see worse than the
+                                priors do (cross-validated, or on the held-out ones): not to
+                                be taken as the cluster's calibration unasked */
+  int ndrivers;              /* the observations that moved the fit most (Cook's distance at */
+  size_t driver[3];          /* the end point), most first: indices into the observations */
+  double driver_cook[3];
 } cal_result;
 
 /* Fits the parameters to the observations on cluster c (model m only supplies what the cost
@@ -106,11 +130,16 @@ int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
  * a CAL_ITER observation's own parameters). */
 int cal_predict(const spec_model *m, const spec_cluster *c, const cm_params *prior,
                 const cal_result *fit, const cal_obs *obs, size_t n, double *pred, pp_err *err);
-/* k-fold cross-validation: the observations not aside, shuffled by o->seed into k folds; each
- * fold predicted (cv[i]) by the fit of the other k - 1 (o->holdout ignored). cv[i] of an
- * observation aside is 0. */
+/* k-fold cross-validation: the observations not aside, their groups (cal_obs.group) shuffled
+ * by o->seed into k folds; each fold predicted (cv[i]) by the fit of the other k - 1
+ * (o->holdout ignored; o->prior_noise as given: CAL_PRIOR_AUTO chooses again in each fold).
+ * cv[i] of an observation aside is 0. */
 int cal_cv(const spec_model *m, const spec_cluster *c, const cm_params *prior, const cal_obs *obs,
            size_t n, const cal_opts *o, int k, double *cv, pp_err *err);
+/* cal_cv, and in *nfolds the folds that held observations. */
+int cal_cv_folds(const spec_model *m, const spec_cluster *c, const cm_params *prior,
+                 const cal_obs *obs, size_t n, const cal_opts *o, int k, double *cv, int *nfolds,
+                 pp_err *err);
 void cal_result_free(cal_result *r);
 
 /* The fitted values as JSON: {"name": {"prior": p, "value": v, "sigma": s, "informed": b,

@@ -152,6 +152,14 @@ const char *cm_params_help(size_t i);
 int cm_params_get(const cm_params *p, const char *name, double *value);
 /* The range cm_params_set accepts, and whether the parameter is an integer (PP_NOTFOUND). */
 int cm_params_bounds(const char *name, double *lo, double *hi, int *is_int);
+/* A parameter's validated error band: one standard deviation of its relative error, in log
+ * space (the value is good to within a factor exp(band)), from the accuracy the project
+ * measures (README); PP_NOTFOUND for a parameter without one. The bands are the priors'
+ * spread that calibration weighs a fit against and the pillar study draws from. */
+int cm_params_band(const char *name, double *band);
+/* The parameters with a band, i < cm_params_band_count(). */
+size_t cm_params_band_count(void);
+const char *cm_params_band_name(size_t i);
 int cm_params_set(cm_params *p, const char *name, double value, pp_err *err);
 int cm_params_apply(cm_params *p, const char *list, pp_err *err);
 /* cm_params_apply, and in key the parameters it changed as "name=value,..." in the table's

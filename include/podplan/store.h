@@ -268,8 +268,8 @@ int store_put_calibration(store *s, store_calibration *c, pp_err *err);
 /* Reads calibration id (its strings malloc'd: store_calibration_clear); PP_NOTFOUND when none. */
 int store_get_calibration(store *s, int64_t id, store_calibration *out, pp_err *err);
 void store_calibration_clear(store_calibration *c);
-/* The newest calibration of a cluster of that name (any size; NULL: of any cluster);
- * PP_NOTFOUND when none. */
+/* The newest calibration of a cluster of that name (any size; NULL: of any cluster) that is
+ * not flagged worse than the priors (its summary's worse_than_prior); PP_NOTFOUND when none. */
 int store_latest_calibration(store *s, const char *cluster_name, int64_t *id, pp_err *err);
 /* Stores the cluster and the calibration in one transaction (cal->cluster_id, cal->id set). */
 int store_save_calibration(const char *path, const spec_cluster *c, store_calibration *cal,

@@ -118,6 +118,8 @@ typedef struct study_cal_opts {
   int holdout_plans;  /* a third of the runs kept out, every measurement of them */
   unsigned seed;      /* which ones */
   int robust;         /* Cauchy weights */
+  double prior_noise; /* regularisation toward the priors (cal_opts.prior_noise: 0 none,
+                         CAL_PRIOR_AUTO chosen by cross-validation, the CLI's default) */
   const char *plots;  /* draw the calibration's plots here (the folder made); NULL: none */
   /* study_cal_from_search: search run `search`, its `top` fastest plans (or `top` spread over
    * its ranking), each run as `launch` + this program's `run` on `device` (NULL: cpu for a
