@@ -335,17 +335,22 @@ static void runs_print(const cal_args *a, const study_cal_runs *f) {
     if (g->aside) snprintf(as, sizeof as, "%5.1f %5.1f%%", g->aside_mape_before, g->aside_mape_after);
     printf("  %-14.14s %5d %22s %22s %8d %16s\n", g->name, g->n, in, bi, g->aside, as);
   }
-  printf("  Kendall's tau of predicted vs published time, per set of runs of one model (>= 3 rows):\n");
+  printf("  Kendall's tau of predicted vs published, per set of runs of one model (>= 3 rows): of\n"
+         "  the iteration time, and of the GPU-seconds per sequence (what a plan costs):\n");
   json_t *e;
   size_t at;
   json_array_foreach(f->ranking, at, e) {
-    printf("    %-12s %-36.36s %3d rows  %+5.2f -> %+5.2f (cv %+5.2f)%s\n",
+    printf("    %-12s %-36.36s %3d rows  time %+5.2f -> %+5.2f (cv %+5.2f), cost %+5.2f -> %+5.2f "
+           "(cv %+5.2f)%s\n",
            json_string_value(json_object_get(e, "source")),
            json_string_value(json_object_get(e, "model")),
            (int)json_integer_value(json_object_get(e, "rows")),
            json_real_value(json_object_get(e, "tau_before")),
            json_real_value(json_object_get(e, "tau_after")),
            json_real_value(json_object_get(e, "tau_cv")),
+           json_real_value(json_object_get(e, "tau_cost_before")),
+           json_real_value(json_object_get(e, "tau_cost_after")),
+           json_real_value(json_object_get(e, "tau_cost_cv")),
            json_is_true(json_object_get(e, "aside")) ? "  kept aside" : "");
   }
   printf("  RMS of log(predicted / published), fitted: %.4f -> %.4f; calibrations", f->r.fit_error_before,

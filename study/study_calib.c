@@ -592,25 +592,34 @@ static int runs_store(const study_cal_opts *o, study_cal_runs *f, pp_err *err) {
 }
 
 /* Kendall's tau before, after and cross-validated (rows kept aside: after) of each set of runs
- * of one model with at least 3 rows, as a JSON array. */
+ * of one model with at least 3 rows, as a JSON array: of the iteration time, and of the
+ * GPU-seconds per sequence (time x GPUs / global batch), which ranks plans of unlike GPU
+ * counts and batches by what they cost (SC'21 Table 2's ZeRO-3 rows against its PTD-P rows). */
 static json_t *ranking_json(const study_cal_runs *f) {
   json_t *arr = json_array();
   for (int i = 0; i < f->n; i++) {
     if (f->runs[i].rank_set != i) continue;
-    double pub[256], b[256], af[256], cv[256];
+    double t[4][256], c[4][256]; /* published, before, after, cv */
     int k = 0;
     for (int j = i; j < f->n && k < 256; j++)
       if (f->runs[j].rank_set == i) {
-        pub[k] = f->obs[j].time_s, b[k] = f->r.before[j], af[k] = f->r.after[j];
-        cv[k++] = f->obs[j].aside ? f->r.after[j] : f->cv[j];
+        double w = (double)f->runs[j].c.gpus / f->runs[j].p.gbs;
+        t[0][k] = f->obs[j].time_s, t[1][k] = f->r.before[j], t[2][k] = f->r.after[j];
+        t[3][k] = f->obs[j].aside ? f->r.after[j] : f->cv[j];
+        for (int q = 0; q < 4; q++) c[q][k] = t[q][k] * w;
+        k++;
       }
     if (k < 3) continue;
-    json_array_append_new(
-        arr, json_pack("{s:s, s:s, s:i, s:b, s:f, s:f, s:f}", "source", f->runs[i].source, "model",
-                       f->runs[i].m.name, "rows", k, "aside", f->obs[i].aside, "tau_before",
-                       study_kendall_tau(b, pub, k, NULL, NULL), "tau_after",
-                       study_kendall_tau(af, pub, k, NULL, NULL), "tau_cv",
-                       study_kendall_tau(cv, pub, k, NULL, NULL)));
+    json_t *e = json_pack("{s:s, s:s, s:i, s:b}", "source", f->runs[i].source, "model",
+                          f->runs[i].m.name, "rows", k, "aside", f->obs[i].aside);
+    static const char *const key[3][2] = {{"tau_before", "tau_cost_before"},
+                                          {"tau_after", "tau_cost_after"},
+                                          {"tau_cv", "tau_cost_cv"}};
+    for (int q = 1; e && q < 4; q++) {
+      json_object_set_new(e, key[q - 1][0], json_real(study_kendall_tau(t[q], t[0], k, NULL, NULL)));
+      json_object_set_new(e, key[q - 1][1], json_real(study_kendall_tau(c[q], c[0], k, NULL, NULL)));
+    }
+    json_array_append_new(arr, e);
   }
   return arr;
 }
