@@ -121,7 +121,7 @@ typedef struct cal_result {
  * model needs to exist; no observation kind here depends on it), starting from `prior`.
  * PP_INPUT for bad observations (a time not > 0 or not finite, a group larger than the
  * cluster, an unknown parameter), for fewer fitted observations than informed parameters + 1
- * and for a fit that does not converge or where no parameter moves the predictions at the
+ * (without a prior) and for a fit that does not converge or where no parameter moves the predictions at the
  * end point; out is then empty. A parameter the measurements leave undetermined is flagged
  * (cal_param.undetermined), not refused. */
 int cal_fit(const spec_model *m, const spec_cluster *c, const cm_params *prior,
