@@ -278,8 +278,9 @@ int search__tl_place(const int *sizes, int n, int island, int *first) {
 /* ---- the method ------------------------------------------------------------------------- */
 
 #define MAX_SHAPES 64
-#define MAX_OPTS 128  /* configurations of one shape: logical meshes x recompute x ZeRO */
 #define MAX_LMESH 64  /* logical meshes of one shape */
+#define MAX_OPTS (MAX_LMESH * 3 * 3) /* configurations of one shape: logical meshes x
+                                      * recompute x ZeRO */
 
 typedef struct tl_shape {
   int n, m, size;     /* islands, devices per island, devices */
