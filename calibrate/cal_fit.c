@@ -180,8 +180,8 @@ static int predict_at(problem *P, const double *u, const size_t *idx, size_t n, 
 
 int cal_predict(const spec_model *m, const spec_cluster *c, const cm_params *prior,
                 const cal_result *fit, const cal_obs *obs, size_t n, double *pred, pp_err *err) {
-  const char *names[64];
-  double v[64];
+  const char *names[64] = {NULL};
+  double v[64] = {0};
   size_t k = 0;
   for (size_t j = 0; fit && j < fit->nparams && k < 64; j++)
     if (fit->params[j].informed) names[k] = fit->params[j].name, v[k++] = fit->params[j].value;
