@@ -19,7 +19,7 @@ static const char usage[] =
     "       podplan calibrate --from-search RUN --launch CMD [--top K] [--spread]\n"
     "                         [--device cpu|cuda] [--layers L] [--shrink W] [--iters N]\n"
     "                         [--holdout F|plans] [--fit ...] [--seed S] [--plots DIR] [--db F]\n"
-    "                         [--json]\n"
+    "                         [--prior-noise auto|off|S] [--json]\n"
     "       podplan calibrate --runs F.csv [--folds K] [--fit NAME,...] [--seed S] [--robust]\n"
     "                         [--prior-noise auto|off|S] [--plots DIR] [--db F] [--json]\n"
     "       podplan calibrate --show ID [--db F] [--json]\n"
